@@ -1,0 +1,83 @@
+# sroce top-level Makefile.
+#
+#   make deps      install every Debian package the project needs (idempotent)
+#   make           build kernel/sroce.ko and build/user/libsroce-rdmav34.so
+#   make test      host unit tests + all selftests in a QEMU guest
+#   make check     checkpatch --strict + sparse on kernel/, clang-format/-tidy on user/
+#   make demo      boot a guest, load sroce, create a device, show it working
+#   make install   module + provider into the system (DESTDIR-aware)
+#
+# KVER=<version> or KDIR=<build dir> select the target kernel (default: the
+# newest installed Debian stock kernel, which the VM harness also boots).
+
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+KVER ?= $(shell $(ROOT)/tools/kver.sh 2>/dev/null)
+KDIR ?= /lib/modules/$(KVER)/build
+BUILD := $(ROOT)/build
+USER_BUILD := $(BUILD)/user
+CMAKE_BUILD_TYPE ?= RelWithDebInfo
+# Warnings are errors everywhere by default (CI and developers alike).
+WERROR ?= 1
+VM_TIMEOUT ?= 2400
+DESTDIR ?=
+PREFIX ?= /usr
+CHECKPATCH ?= $(firstword $(wildcard $(BUILD)/linux-source-6.1/scripts/checkpatch.pl) $(BUILD)/linux-source-6.1/scripts/checkpatch.pl)
+
+export KVER
+
+.PHONY: all deps deps-check kernel user test test-host test-vm check check-kernel \
+	check-user demo install clean
+
+all: kernel user
+
+deps:
+	$(ROOT)/tools/deps.sh
+
+deps-check:
+	@$(ROOT)/tools/deps.sh --check
+
+kernel: deps-check
+	@test -d "$(KDIR)" || { echo "no kernel build tree at $(KDIR); run 'make deps' (or set KVER/KDIR)" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(ROOT)/kernel $(if $(filter 1,$(WERROR)),SROCE_WERROR=1) W=1 modules
+
+user: deps-check
+	cmake -S $(ROOT)/user -B $(USER_BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) \
+		-DSROCE_WERROR=$(if $(filter 1,$(WERROR)),ON,OFF) >/dev/null
+	cmake --build $(USER_BUILD) -j$$(nproc)
+
+test-host: user
+	ctest --test-dir $(USER_BUILD) --output-on-failure
+
+# Every selftest in one guest boot; the harness fails the run on any kernel splat.
+test-vm: all
+	$(ROOT)/tools/vm/run --timeout $(VM_TIMEOUT) -- selftests/run.sh $(TESTS)
+
+# One summary line at the end, over host and guest results together.
+test: all
+	@$(ROOT)/tools/test-all.sh
+
+check: check-kernel check-user
+
+$(CHECKPATCH):
+	@mkdir -p $(BUILD)
+	tar -C $(BUILD) -xf /usr/src/linux-source-6.1.tar.xz linux-source-6.1/scripts linux-source-6.1/include/linux/kernel.h 2>/dev/null || \
+		tar -C $(BUILD) -xf /usr/src/linux-source-6.1.tar.xz linux-source-6.1/scripts
+
+check-kernel: deps-check $(CHECKPATCH)
+	$(ROOT)/tools/check-kernel.sh $(CHECKPATCH) $(KDIR)
+
+check-user: user
+	$(ROOT)/user/check.sh $(USER_BUILD)
+
+demo: all
+	$(ROOT)/tools/vm/run --timeout 900 -- tools/demo.sh
+
+install: all
+	$(MAKE) -C $(KDIR) M=$(ROOT)/kernel INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates modules_install
+	@if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); else depmod -b $(DESTDIR) -a $(KVER) 2>/dev/null || true; fi
+	DESTDIR=$(DESTDIR) cmake --install $(USER_BUILD) --prefix $(PREFIX)
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(ROOT)/kernel clean
+	rm -rf $(BUILD)

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * sroce: software RoCEv2 device.
+ *
+ * Object lifetime
+ * ---------------
+ * A struct sroce_dev is an ib_device bound to one Ethernet netdev. It is
+ * created by "rdma link add" (sroce_newlink) and destroyed by the RDMA core
+ * calling ops.dealloc_driver after the last ib_device reference is dropped,
+ * which happens on "rdma link delete", on NETDEV_UNREGISTER of its netdev
+ * (queued, see sroce_net.c) and on module unload.
+ *
+ * While it exists the device holds a tracked reference on its netdev and a
+ * user count on its network namespace's UDP sockets (struct sroce_net).
+ */
+#ifndef SROCE_H
+#define SROCE_H
+
+#include <linux/netdevice.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+
+#include "sroce_compat.h"
+#include "../include/sroce-abi.h"
+#include "proto/sroce_proto.h"
+
+struct sroce_net;
+
+struct sroce_dev {
+	struct ib_device ib_dev;	/* must be first: ib_alloc_device */
+	struct ib_device_attr attr;
+
+	struct net_device *ndev;
+	netdevice_tracker ndev_tracker;
+	struct net *net;		/* dev_net(ndev) at creation; not held */
+	struct sroce_net *sn;		/* per-netns sockets, user count held */
+
+	/* Last port state reported, to dispatch events on changes only. */
+	enum ib_port_state port_state;
+	struct mutex port_lock;		/* serialises port state updates */
+
+	atomic_t num_pd;
+};
+
+static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct sroce_dev, ib_dev);
+}
+
+struct sroce_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct sroce_pd {
+	struct ib_pd ibpd;
+};
+
+/* sroce_dev.c */
+int sroce_dev_add(const char *ibdev_name, struct net_device *ndev);
+void sroce_dev_port_update(struct sroce_dev *sdev);
+enum ib_port_state sroce_port_state(struct net_device *ndev);
+
+/* sroce_net.c */
+struct sroce_net *sroce_net_get(struct net *net);
+void sroce_net_put(struct net *net, struct sroce_net *sn);
+int sroce_net_init(void);
+void sroce_net_exit(void);
+
+#endif /* SROCE_H */

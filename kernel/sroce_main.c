@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce: software RoCEv2 for any Ethernet netdev.
+ *
+ * Module entry points and the "rdma link" interface:
+ *   rdma link add NAME type sroce netdev DEV
+ *   rdma link delete NAME
+ */
+
+#include <linux/module.h>
+#include <linux/if_arp.h>
+#include <linux/mutex.h>
+#include <rdma/rdma_netlink.h>
+#include <rdma/ib_verbs.h>
+
+#include "sroce.h"
+
+/* Serialises the existence checks in newlink with the registration. */
+static DEFINE_MUTEX(sroce_link_lock);
+
+static int sroce_newlink_locked(const char *ibdev_name,
+				struct net_device *ndev)
+{
+	struct ib_device *other;
+
+	if (!ibdev_name || !*ibdev_name) {
+		pr_err("sroce: a device name is required\n");
+		return -EINVAL;
+	}
+	if (ndev->type != ARPHRD_ETHER) {
+		pr_err("sroce: %s is not an Ethernet device (type %u); sroce needs an Ethernet netdev such as a NIC, veth or dummy\n",
+		       ndev->name, ndev->type);
+		return -EINVAL;
+	}
+	if (ndev->reg_state != NETREG_REGISTERED) {
+		pr_err("sroce: %s is going away\n", ndev->name);
+		return -ENODEV;
+	}
+
+	other = ib_device_get_by_netdev(ndev,
+					(enum rdma_driver_id)SROCE_DRIVER_ID);
+	if (other) {
+		pr_err("sroce: %s already has sroce device %s\n", ndev->name,
+		       dev_name(&other->dev));
+		ib_device_put(other);
+		return -EEXIST;
+	}
+
+	other = ib_device_get_by_name(ibdev_name, RDMA_DRIVER_UNKNOWN);
+	if (other) {
+		pr_err("sroce: an RDMA device named %s already exists\n",
+		       ibdev_name);
+		ib_device_put(other);
+		return -EEXIST;
+	}
+
+	return sroce_dev_add(ibdev_name, ndev);
+}
+
+static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
+{
+	int err;
+
+	mutex_lock(&sroce_link_lock);
+	err = sroce_newlink_locked(ibdev_name, ndev);
+	mutex_unlock(&sroce_link_lock);
+	return err;
+}
+
+static struct rdma_link_ops sroce_link_ops = {
+	.type = SROCE_LINK_TYPE,
+	.newlink = sroce_newlink,
+};
+
+static int __init sroce_init(void)
+{
+	int err;
+
+	err = sroce_net_init();
+	if (err)
+		return err;
+	rdma_link_register(&sroce_link_ops);
+	pr_info("sroce: loaded (uverbs ABI %u)\n", SROCE_UVERBS_ABI_VERSION);
+	return 0;
+}
+
+static void __exit sroce_exit(void)
+{
+	/* No new links, then every device (waits for queued ones), then nets. */
+	rdma_link_unregister(&sroce_link_ops);
+	ib_unregister_driver((enum rdma_driver_id)SROCE_DRIVER_ID);
+	sroce_net_exit();
+	pr_info("sroce: unloaded\n");
+}
+
+module_init(sroce_init);
+module_exit(sroce_exit);
+
+MODULE_DESCRIPTION("sroce: software RoCEv2 over any Ethernet netdev");
+MODULE_AUTHOR("The sroce developers");
+MODULE_LICENSE("GPL");
+MODULE_ALIAS_RDMA_LINK(SROCE_LINK_TYPE);

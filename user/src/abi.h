@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The kernel <-> provider ABI (include/sroce-abi.h), with the layout checks
+ * the provider relies on. The kernel asserts the same sizes on its side.
+ */
+#ifndef SROCE_USER_ABI_H
+#define SROCE_USER_ABI_H
+
+#include "sroce-abi.h"
+
+#include <cstddef>
+
+static_assert(sizeof(sroce_alloc_ucontext_resp) == 24);
+static_assert(sizeof(sroce_mmap_info) == 16);
+static_assert(offsetof(sroce_mmap_info, offset) == 0);
+static_assert(offsetof(sroce_mmap_info, size) == 8);
+static_assert(sizeof(sroce_queue_hdr) == 256);
+static_assert(offsetof(sroce_queue_hdr, slot_shift) == 0);
+static_assert(offsetof(sroce_queue_hdr, num_slots) == 4);
+static_assert(offsetof(sroce_queue_hdr, flags) == 8);
+static_assert(offsetof(sroce_queue_hdr, producer) == 64);
+static_assert(offsetof(sroce_queue_hdr, consumer) == 128);
+static_assert(offsetof(sroce_queue_hdr, notify) == 192);
+static_assert(SROCE_QUEUE_DATA_OFFSET >= sizeof(sroce_queue_hdr));
+static_assert(sizeof(sroce_create_cq_resp) == 16);
+static_assert(sizeof(sroce_resize_cq_resp) == 16);
+static_assert(sizeof(sroce_create_qp_resp) == 32);
+static_assert(offsetof(sroce_create_qp_resp, sq_mi) == 0);
+static_assert(offsetof(sroce_create_qp_resp, rq_mi) == 16);
+static_assert(sizeof(sroce_create_srq_resp) == 24);
+
+#endif /* SROCE_USER_ABI_H */

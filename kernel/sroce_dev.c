@@ -6,6 +6,8 @@
 
 #include <linux/module.h>
 #include <linux/etherdevice.h>
+#include <linux/ethtool.h>
+#include <linux/rtnetlink.h>
 #include <linux/if_arp.h>
 #include <net/addrconf.h>
 #include <rdma/ib_verbs.h>
@@ -94,12 +96,63 @@ static enum ib_mtu sroce_active_mtu(struct net_device *ndev)
 	return m == SROCE_IB_MTU_NONE ? IB_MTU_256 : (enum ib_mtu)m;
 }
 
+/*
+ * Default for netdevs that report no speed (veth, dummy, many virtual
+ * NICs). ib_get_eth_speed() would do the same but logs a warning on every
+ * query_port, and ibv_devinfo queries often.
+ */
+#define SROCE_DEFAULT_SPEED_MBPS	10000
+
+static void sroce_eth_speed(struct net_device *ndev, u16 *speed, u8 *width)
+{
+	struct ethtool_link_ksettings ks;
+	u32 mbps = SROCE_DEFAULT_SPEED_MBPS;
+
+	rtnl_lock();
+	if (!__ethtool_get_link_ksettings(ndev, &ks) &&
+	    ks.base.speed != (u32)SPEED_UNKNOWN && ks.base.speed)
+		mbps = ks.base.speed;
+	rtnl_unlock();
+
+	/* Nearest IB speed x width not above the Ethernet rate. */
+	if (mbps <= 2500) {
+		*speed = IB_SPEED_SDR;
+		*width = IB_WIDTH_1X;
+	} else if (mbps <= 5000) {
+		*speed = IB_SPEED_DDR;
+		*width = IB_WIDTH_1X;
+	} else if (mbps <= 10000) {
+		*speed = IB_SPEED_FDR10;
+		*width = IB_WIDTH_1X;
+	} else if (mbps <= 20000) {
+		*speed = IB_SPEED_DDR;
+		*width = IB_WIDTH_4X;
+	} else if (mbps <= 25000) {
+		*speed = IB_SPEED_EDR;
+		*width = IB_WIDTH_1X;
+	} else if (mbps <= 40000) {
+		*speed = IB_SPEED_FDR10;
+		*width = IB_WIDTH_4X;
+	} else if (mbps <= 50000) {
+		*speed = IB_SPEED_HDR;
+		*width = IB_WIDTH_1X;
+	} else if (mbps <= 100000) {
+		*speed = IB_SPEED_EDR;
+		*width = IB_WIDTH_4X;
+	} else if (mbps <= 200000) {
+		*speed = IB_SPEED_HDR;
+		*width = IB_WIDTH_4X;
+	} else {
+		*speed = IB_SPEED_NDR;
+		*width = IB_WIDTH_4X;
+	}
+}
+
 static int sroce_query_port(struct ib_device *ibdev, u32 port_num,
 			    struct ib_port_attr *attr)
 {
 	struct sroce_dev *sdev = to_sdev(ibdev);
 	struct net_device *ndev = sdev->ndev;
-	int err;
 
 	/* The core zeroes *attr before calling. */
 	attr->state = sroce_port_state(ndev);
@@ -117,9 +170,8 @@ static int sroce_query_port(struct ib_device *ibdev, u32 port_num,
 	attr->max_vl_num = 1;
 	attr->subnet_timeout = 0;
 
-	err = ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
-			       &attr->active_width);
-	return err;
+	sroce_eth_speed(ndev, &attr->active_speed, &attr->active_width);
+	return 0;
 }
 
 static int sroce_port_immutable(struct ib_device *ibdev, u32 port_num,

@@ -18,17 +18,23 @@ console() { echo "guest-init: $*" >/dev/console; }
 poweroff_now() {
 	sync
 	# sysrq 'o' always works for root via the trigger file, whatever
-	# kernel.sysrq says; it is asynchronous, so wait for it.
+	# kernel.sysrq says. It is asynchronous, and PID 1 must not exit
+	# meanwhile (that panics), nor exec anything (the 9p root is going
+	# away), so wait with a builtin on a fifo nobody writes to.
 	echo o >/proc/sysrq-trigger
-	sleep 60
+	while :; do
+		read -rt 3600 <>/run/sroce-idle || true
+	done
 }
 
-mnt() { # mnt FSTYPE DIR [OPTIONS]: mount unless already a mountpoint
+# The initramfs normally mounted all of these already (it is much faster at
+# it); check without forking, and mount only what is missing.
+mounted=" $(while read -r _ m _; do printf '%s ' "$m"; done </proc/mounts 2>/dev/null) "
+mnt() { # mnt FSTYPE DIR [OPTIONS]
+	[[ "$mounted" != *" $2 "* ]] || return 0
 	mkdir -p "$2"
-	mountpoint -q "$2" || mount -t "$1" ${3:+-o "$3"} "$1" "$2" ||
-		console "mount $1 on $2 failed"
+	mount -t "$1" ${3:+-o "$3"} "$1" "$2" || console "mount $1 on $2 failed"
 }
-
 mnt proc /proc
 mnt sysfs /sys
 mnt devtmpfs /dev       # /dev/infiniband/uverbsN appear here by themselves
@@ -37,14 +43,17 @@ mnt tmpfs /dev/shm "mode=1777"
 mnt debugfs /sys/kernel/debug
 mnt tmpfs /tmp "mode=1777"
 mnt tmpfs /run "mode=0755"
+[[ -p /run/sroce-idle ]] || mkfifo /run/sroce-idle
 [[ -e /dev/ptmx ]] || ln -sf pts/ptmx /dev/ptmx
-ln -sfn /proc/self/fd /dev/fd
+[[ -e /dev/fd ]] || ln -sfn /proc/self/fd /dev/fd
 
 OUT=/run/sroce-out
-mkdir -p "$OUT"
-if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 sroceout "$OUT"; then
-	console "cannot mount the output share; nothing can be reported"
-	poweroff_now
+if [[ "$mounted" != *" $OUT "* ]]; then
+	mkdir -p "$OUT"
+	if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 sroceout "$OUT"; then
+		console "cannot mount the output share; nothing can be reported"
+		poweroff_now
+	fi
 fi
 
 # shellcheck source=/dev/null
@@ -57,8 +66,8 @@ if [[ -n "${SROCE_VM_MODULES_DIR:-}" ]]; then
 	mount --bind "$SROCE_VM_MODULES_DIR" "$kmods" || console "cannot bind $SROCE_VM_MODULES_DIR"
 fi
 
-hostname sroce-vm
-ip link set lo up
+echo sroce-vm >/proc/sys/kernel/hostname
+[[ "$(</sys/class/net/lo/operstate)" != down ]] || ip link set lo up
 ulimit -l unlimited     # RDMA memory registration pins pages
 ulimit -c 0
 
@@ -74,7 +83,7 @@ else
 	# Stream to the console (the host shows it live) and save a copy. The
 	# serial line would turn each \n into \r\n; keep the output byte-exact.
 	stty -F /dev/console -onlcr 2>/dev/null
-	mkfifo /run/sroce-stdout /run/sroce-stderr
+	[[ -p /run/sroce-stdout ]] || mkfifo /run/sroce-stdout /run/sroce-stderr
 	tee "$OUT/stdout.txt" </run/sroce-stdout >/dev/console &
 	tee_out=$!
 	tee "$OUT/stderr.txt" </run/sroce-stderr >/dev/console &

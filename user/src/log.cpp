@@ -4,14 +4,25 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace sroce {
 
+namespace {
+
+bool env_on(const char *name) noexcept
+{
+	// secure_getenv: a setuid verbs program is never made chatty.
+	const char *v = secure_getenv(name);
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+} // namespace
+
 bool log_verbose() noexcept
 {
-	// secure_getenv: never let a setuid verbs program be made chatty.
-	static const bool verbose = secure_getenv("IBV_SHOW_WARNINGS") ||
-				    secure_getenv("SROCE_DEBUG");
+	static const bool verbose =
+		env_on("IBV_SHOW_WARNINGS") || env_on("SROCE_DEBUG");
 	return verbose;
 }
 

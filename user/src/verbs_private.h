@@ -520,9 +520,9 @@ enum : uint32_t {
 /* ---- layout checks: every value below was measured on the 44.0 binary -- */
 
 #define SROCE_ASSERT_SIZE(type, size) \
-	static_assert(sizeof(type) == (size), "ABI size of " #type)
+	static_assert(sizeof(struct type) == (size), "ABI size of " #type)
 #define SROCE_ASSERT_OFF(type, member, off)                 \
-	static_assert(offsetof(type, member) == (off),      \
+	static_assert(offsetof(struct type, member) == (off), \
 		      "ABI offset of " #type "::" #member)
 
 SROCE_ASSERT_SIZE(verbs_device_ops, 72);

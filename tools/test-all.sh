@@ -1,0 +1,58 @@
+#!/bin/bash
+# `make test`: host unit tests, the VM harness's own self-test, then every
+# selftest in one QEMU guest. Prints one closing line over all of them:
+#   N passed, N failed, N skipped
+# and exits non-zero if anything failed.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+LOG=$ROOT/build/test-logs
+mkdir -p "$LOG"
+
+pass=0 fail=0 skip=0
+declare -a failed_parts=()
+
+# Reads the last "N passed, N failed[, N skipped]" line of a log.
+add_counts() { # part logfile rc
+	local part=$1 log=$2 rc=$3 line p f s
+	line=$(grep -E '^([A-Za-z-]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1 || true)
+	if [[ -z "$line" ]]; then
+		echo "test: $part printed no summary (exit $rc); counting it as one failure"
+		fail=$((fail + 1)); failed_parts+=("$part"); return
+	fi
+	p=$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+')
+	f=$(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+')
+	s=$(grep -oE '[0-9]+ skipped' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+	pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + ${s:-0}))
+	if [[ $rc -ne 0 && $f -eq 0 ]]; then
+		# e.g. a kernel splat after all tests passed: the run still failed.
+		echo "test: $part exited $rc although its tests passed; counting one failure"
+		fail=$((fail + 1))
+	fi
+	[[ $rc -ne 0 || $f -ne 0 ]] && failed_parts+=("$part")
+}
+
+echo "=== host unit tests (ctest) ==="
+ctest --test-dir build/user --output-on-failure 2>&1 | tee "$LOG/host.log"
+rc=${PIPESTATUS[0]}
+# ctest: "100% tests passed, 0 tests failed out of 42"
+if line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$LOG/host.log"); then
+	f=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+	t=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
+	echo "host: $((t - f)) passed, $f failed" >>"$LOG/host.log"
+fi
+add_counts host "$LOG/host.log" "$rc"
+
+echo "=== VM harness self-test ==="
+tools/vm/test/harness-selftest.sh 2>&1 | tee "$LOG/harness.log"
+add_counts harness "$LOG/harness.log" "${PIPESTATUS[0]}"
+
+echo "=== selftests in the guest ==="
+tools/vm/run --timeout "${VM_TIMEOUT:-2400}" -- selftests/run.sh ${TESTS:-} 2>&1 | tee "$LOG/selftests.log"
+add_counts selftests "$LOG/selftests.log" "${PIPESTATUS[0]}"
+
+if [[ ${#failed_parts[@]} -gt 0 ]]; then
+	echo "test: failures in: ${failed_parts[*]} (logs in build/test-logs/)"
+fi
+echo "$pass passed, $fail failed, $skip skipped"
+[[ $fail -eq 0 ]]

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Per-process device context: opening it (GET_CONTEXT, with sroce's ABI
+ * handshake in the driver udata) and the table of verbs it serves.
+ */
+#include "log.h"
+#include "provider.h"
+
+#include <cerrno>
+#include <memory>
+
+namespace sroce {
+
+namespace {
+
+/* Undo _verbs_init_and_alloc_context() on every early return. */
+struct context_deleter {
+	void operator()(context *ctx) const noexcept
+	{
+		verbs_uninit_context(&ctx->ibv_ctx);
+		free(ctx); // NOLINT(cppcoreguidelines-no-malloc)
+	}
+};
+using context_ptr = std::unique_ptr<context, context_deleter>;
+
+using get_context_resp =
+	uverbs_resp<ib_uverbs_get_context_resp, sroce_alloc_ucontext_resp>;
+static_assert(offsetof(get_context_resp, drv) ==
+		      sizeof(ib_uverbs_get_context_resp),
+	      "driver udata must directly follow the core response");
+
+} // namespace
+
+/*
+ * Sorted like verbs_context_ops. Slots left null get libibverbs' defaults,
+ * which fail with EOPNOTSUPP.
+ */
+const struct verbs_context_ops context_ops = {
+	.alloc_pd = alloc_pd,
+	.dealloc_pd = dealloc_pd,
+	.free_context = free_context,
+	.query_device_ex = query_device_ex,
+	.query_port = query_port,
+};
+
+struct verbs_context *alloc_context(struct ibv_device *ibdev, int cmd_fd,
+				    void * /*private_data*/) noexcept
+{
+	/*
+	 * libibverbs allocates the whole provider context and wants to know
+	 * where the verbs_context sits in it: the offset, cast to a pointer.
+	 */
+	context_ptr ctx(static_cast<context *>(_verbs_init_and_alloc_context(
+		ibdev, cmd_fd, sizeof(context),
+		reinterpret_cast<verbs_context *>(offsetof(context, ibv_ctx)),
+		SROCE_DRIVER_ID)));
+	if (!ctx)
+		return nullptr;
+
+	struct ibv_get_context cmd = {};
+	get_context_resp resp = {};
+	const int ret = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
+					    resp.ibv(), sizeof(resp));
+	if (ret) {
+		errno = ret;
+		return nullptr;
+	}
+
+	/*
+	 * The uverbs ABI version already matched in sysfs; this one proves
+	 * the kernel actually filled in sroce's udata (an all-zero response
+	 * means it did not) and speaks the same sroce-abi.h.
+	 */
+	if (resp.drv.abi_version != SROCE_UVERBS_ABI_VERSION) {
+		log(log_level::err,
+		    "%s: kernel sroce ABI %u, provider ABI %u; not opening",
+		    ibv_get_device_name(ibdev), resp.drv.abi_version,
+		    SROCE_UVERBS_ABI_VERSION);
+		errno = EPROTO;
+		return nullptr;
+	}
+	ctx->uctx_flags = resp.drv.flags;
+	ctx->max_inline_data = resp.drv.max_inline_data;
+	ctx->max_send_sge = resp.drv.max_send_sge;
+	ctx->max_recv_sge = resp.drv.max_recv_sge;
+
+	verbs_set_ops(&ctx->ibv_ctx, &context_ops);
+	return &ctx.release()->ibv_ctx;
+}
+
+void free_context(struct ibv_context *ibctx) noexcept
+{
+	context_ptr ctx(to_ctx(ibctx));
+}
+
+} // namespace sroce

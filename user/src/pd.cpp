@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Protection domains: a kernel handle and nothing else in user space. */
+#include "provider.h"
+#include "util.h"
+
+namespace sroce {
+
+struct ibv_pd *alloc_pd(struct ibv_context *ibctx) noexcept
+{
+	auto p = c_zalloc<pd>();
+	if (!p)
+		return nullptr;
+
+	struct ibv_alloc_pd cmd = {};
+	struct ib_uverbs_alloc_pd_resp resp = {};
+	if (ibv_cmd_alloc_pd(ibctx, &p->ibv_pd, &cmd, sizeof(cmd), &resp,
+			     sizeof(resp)))
+		return nullptr;
+	return &p.release()->ibv_pd;
+}
+
+int dealloc_pd(struct ibv_pd *ibpd) noexcept
+{
+	const int ret = ibv_cmd_dealloc_pd(ibpd);
+
+	/* On failure the PD still exists in the kernel: keep ours too. */
+	if (ret)
+		return ret;
+	c_ptr<pd> p(to_pd(ibpd));
+	return 0;
+}
+
+} // namespace sroce

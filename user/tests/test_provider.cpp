@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "provider.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+TEST(Provider, MatchTableIsDriverIdPlusSentinel)
+{
+	const auto &t = sroce::match_table;
+	static_assert(std::size(sroce::match_table) == 2);
+
+	EXPECT_EQ(t[0].kind, VERBS_MATCH_DRIVER_ID);
+	EXPECT_EQ(t[0].u.driver_id, uint64_t{SROCE_DRIVER_ID});
+	EXPECT_EQ(t[0].u.driver_id, 0x5352U);
+	EXPECT_EQ(t[0].driver_data, nullptr);
+
+	const verbs_match_ent zero = {};
+	EXPECT_EQ(memcmp(&t[1], &zero, sizeof(zero)), 0) << "sentinel not zeroed";
+	EXPECT_EQ(sroce::device_ops.match_table, t);
+}
+
+TEST(Provider, DeviceOps)
+{
+	const auto &ops = sroce::device_ops;
+
+	EXPECT_STREQ(ops.name, "sroce");
+	EXPECT_EQ(ops.match_min_abi_version, 1U);
+	EXPECT_EQ(ops.match_max_abi_version, 1U);
+	EXPECT_EQ(ops.match_min_abi_version, SROCE_UVERBS_ABI_VERSION);
+	/* A match_device hook would be called for every device: none. */
+	EXPECT_EQ(ops.match_device, nullptr);
+	EXPECT_EQ(ops.static_providers, nullptr);
+	EXPECT_EQ(ops.import_context, nullptr);
+	EXPECT_NE(ops.alloc_context, nullptr);
+	EXPECT_NE(ops.alloc_device, nullptr);
+	EXPECT_NE(ops.uninit_device, nullptr);
+}
+
+TEST(Provider, AllocDeviceIsZeroedAndRemembersAbi)
+{
+	auto *sysfs = static_cast<verbs_sysfs_dev *>(calloc(1, sizeof(verbs_sysfs_dev)));
+	sysfs->abi_ver = SROCE_UVERBS_ABI_VERSION;
+	sysfs->driver_id = SROCE_DRIVER_ID;
+
+	verbs_device *vdev = sroce::device_ops.alloc_device(sysfs);
+	ASSERT_NE(vdev, nullptr);
+	/* libibverbs asserts its own parts arrive zeroed. */
+	const verbs_device zero = {};
+	EXPECT_EQ(memcmp(vdev, &zero, sizeof(zero)), 0);
+	EXPECT_EQ(sroce::to_dev(&vdev->device)->abi_version,
+		  SROCE_UVERBS_ABI_VERSION);
+	sroce::device_ops.uninit_device(vdev);
+	free(sysfs);
+}
+
+TEST(Provider, ContextOpsAreTheOnesWeImplement)
+{
+	const auto &o = sroce::context_ops;
+
+	EXPECT_NE(o.alloc_pd, nullptr);
+	EXPECT_NE(o.dealloc_pd, nullptr);
+	EXPECT_NE(o.free_context, nullptr);
+	EXPECT_NE(o.query_device_ex, nullptr);
+	EXPECT_NE(o.query_port, nullptr);
+	/* Not yet: libibverbs' EOPNOTSUPP defaults must stay in place. */
+	EXPECT_EQ(o.create_cq, nullptr);
+	EXPECT_EQ(o.create_qp, nullptr);
+	EXPECT_EQ(o.reg_mr, nullptr);
+}
+
+TEST(Provider, ToCtxRoundTrips)
+{
+	auto *ctx = static_cast<sroce::context *>(calloc(1, sizeof(sroce::context)));
+	ctx->ibv_ctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	EXPECT_EQ(sroce::to_ctx(&ctx->ibv_ctx.context), ctx);
+	free(ctx);
+}
+
+TEST(Provider, DlopenNowSucceeds)
+{
+	void *h = dlopen(SROCE_PROVIDER_PATH, RTLD_NOW | RTLD_LOCAL);
+	ASSERT_NE(h, nullptr) << dlerror();
+	/* Nothing is exported, not even the registration symbol. */
+	EXPECT_EQ(dlsym(h, "verbs_register_driver_34"), nullptr);
+	EXPECT_EQ(dlsym(h, "_ZN5sroce10device_opsE"), nullptr);
+	EXPECT_EQ(dlclose(h), 0);
+}
+
+TEST(Provider, DriverFile)
+{
+	std::ifstream f(SROCE_DRIVER_FILE);
+	ASSERT_TRUE(f.good()) << SROCE_DRIVER_FILE;
+	std::stringstream ss;
+	ss << f.rdbuf();
+	EXPECT_EQ(ss.str(), "driver sroce\n");
+}
+
+TEST(Provider, OutputName)
+{
+	const std::string path = SROCE_PROVIDER_PATH;
+	EXPECT_TRUE(path.ends_with("/libsroce-rdmav34.so")) << path;
+}
+
+} // namespace

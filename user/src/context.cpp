@@ -32,16 +32,23 @@ static_assert(offsetof(get_context_resp, drv) ==
 } // namespace
 
 /*
- * Sorted like verbs_context_ops. Slots left null get libibverbs' defaults,
- * which fail with EOPNOTSUPP.
+ * Slots left null get libibverbs' defaults, which fail with EOPNOTSUPP.
+ * Built by a constexpr function so the table is constant-initialized
+ * without naming all 76 slots.
  */
-const struct verbs_context_ops context_ops = {
-	.alloc_pd = alloc_pd,
-	.dealloc_pd = dealloc_pd,
-	.free_context = free_context,
-	.query_device_ex = query_device_ex,
-	.query_port = query_port,
-};
+static constexpr struct verbs_context_ops make_context_ops() noexcept
+{
+	struct verbs_context_ops o = {};
+
+	o.alloc_pd = alloc_pd;
+	o.dealloc_pd = dealloc_pd;
+	o.free_context = free_context;
+	o.query_device_ex = query_device_ex;
+	o.query_port = query_port;
+	return o;
+}
+
+constinit const struct verbs_context_ops context_ops = make_context_ops();
 
 struct verbs_context *alloc_context(struct ibv_device *ibdev, int cmd_fd,
 				    void * /*private_data*/) noexcept

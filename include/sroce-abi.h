@@ -102,4 +102,104 @@ struct sroce_create_srq_resp {
 	__u32 reserved;
 };
 
+/*
+ * Data-path formats in the mmapped rings.
+ *
+ * The send queue is produced by user space and consumed by the kernel, which
+ * copies each WQE into kernel memory before it looks at any field and treats
+ * every field as untrusted. Same for the receive and shared receive queues.
+ * The completion queue is produced by the kernel and consumed by user space.
+ */
+
+/* Work request opcodes: the values of enum ib_uverbs_wr_opcode / ibv_wr_opcode. */
+enum sroce_wr_opcode {
+	SROCE_WR_RDMA_WRITE		= 0,
+	SROCE_WR_RDMA_WRITE_WITH_IMM	= 1,
+	SROCE_WR_SEND			= 2,
+	SROCE_WR_SEND_WITH_IMM		= 3,
+	SROCE_WR_RDMA_READ		= 4,
+	SROCE_WR_ATOMIC_CMP_AND_SWP	= 5,
+	SROCE_WR_ATOMIC_FETCH_AND_ADD	= 6,
+	SROCE_WR_LOCAL_INV		= 7,
+	SROCE_WR_BIND_MW		= 8,
+	SROCE_WR_SEND_WITH_INV		= 9,
+};
+
+/* Send flags: the values of IBV_SEND_* (and IB_SEND_*). */
+#define SROCE_SEND_FENCE		(1U << 0)
+#define SROCE_SEND_SIGNALED		(1U << 1)
+#define SROCE_SEND_SOLICITED		(1U << 2)
+#define SROCE_SEND_INLINE		(1U << 3)
+
+struct sroce_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/*
+ * Send WQE: a 64-byte header followed, in the same slot, by num_sge
+ * struct sroce_sge or, with SROCE_SEND_INLINE, inline_len bytes of data.
+ */
+struct sroce_send_wqe {
+	__aligned_u64 wr_id;
+	__u8 opcode;			/* enum sroce_wr_opcode */
+	__u8 flags;			/* SROCE_SEND_* */
+	__u16 num_sge;
+	__u32 inline_len;
+	__u32 imm_or_inv;		/* immediate (network order) or rkey to invalidate */
+	__u32 rkey;
+	__aligned_u64 remote_addr;
+	__aligned_u64 compare_add;	/* atomics: compare (CAS) or add (FAA) */
+	__aligned_u64 swap;		/* atomics: swap (CAS) */
+	__u32 ah;			/* UD: address handle number */
+	__u32 remote_qpn;		/* UD */
+	__u32 remote_qkey;		/* UD */
+	__u32 reserved;
+};
+
+#define SROCE_SEND_WQE_HDR_SIZE		64
+
+/* Receive WQE: a 16-byte header followed by num_sge struct sroce_sge. */
+struct sroce_recv_wqe {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
+	__u32 reserved;
+};
+
+/* Completion flags: the values of IBV_WC_* (not IB_WC_*, which differ). */
+#define SROCE_WC_F_GRH			(1U << 0)
+#define SROCE_WC_F_WITH_IMM		(1U << 1)
+#define SROCE_WC_F_IP_CSUM_OK		(1U << 2)
+#define SROCE_WC_F_WITH_INV		(1U << 3)
+
+/*
+ * Completion entry. status and opcode use the ibv_wc_status / ibv_wc_opcode
+ * numbering (which equals the kernel's ib_wc_status / ib_wc_opcode).
+ */
+struct sroce_cqe {
+	__aligned_u64 wr_id;
+	__u32 status;
+	__u32 opcode;
+	__u32 vendor_err;
+	__u32 byte_len;
+	__u32 imm_or_inv;		/* immediate (network order) or invalidated rkey */
+	__u32 qp_num;
+	__u32 src_qp;
+	__u32 wc_flags;			/* SROCE_WC_F_* */
+	__u16 pkey_index;
+	__u16 slid;
+	__u8 sl;
+	__u8 dlid_path_bits;
+	__u8 port_num;
+	__u8 network_hdr_type;
+	__u8 smac[6];
+	__u16 vlan_id;
+	__u32 reserved[2];
+};
+
+/* CQ notify word in struct sroce_queue_hdr (reserved for a syscall-free arm). */
+#define SROCE_CQ_NOTIFY_NEXT		(1U << 0)
+#define SROCE_CQ_NOTIFY_SOLICITED	(1U << 1)
+
 #endif /* SROCE_ABI_H */

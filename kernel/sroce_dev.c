@@ -21,7 +21,9 @@ static void sroce_init_attr(struct sroce_dev *sdev)
 	struct ib_device_attr *a = &sdev->attr;
 
 	memset(a, 0, sizeof(*a));
-	a->fw_ver = ((u64)SROCE_FW_VER_MAJOR << 32) | SROCE_FW_VER_MINOR;
+	/* libibverbs prints fw_ver as major.minor.sub from 16-bit fields. */
+	a->fw_ver = ((u64)SROCE_FW_VER_MAJOR << 32) |
+		    ((u64)SROCE_FW_VER_MINOR << 16) | SROCE_FW_VER_SUB;
 	a->sys_image_guid = sdev->ib_dev.node_guid;
 	a->max_mr_size = SROCE_MAX_MR_SIZE;
 	a->page_size_cap = PAGE_SIZE;
@@ -73,8 +75,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 
 static void sroce_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
-	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u",
-		 SROCE_FW_VER_MAJOR, SROCE_FW_VER_MINOR);
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u.%u",
+		 SROCE_FW_VER_MAJOR, SROCE_FW_VER_MINOR, SROCE_FW_VER_SUB);
 }
 
 /*

@@ -8,6 +8,7 @@
 
 #define SROCE_FW_VER_MAJOR		0
 #define SROCE_FW_VER_MINOR		1
+#define SROCE_FW_VER_SUB		0
 #define SROCE_HW_VER			1
 
 #define SROCE_MAX_MR_SIZE		0x10000000000ULL

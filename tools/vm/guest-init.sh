@@ -29,7 +29,8 @@ poweroff_now() {
 
 # The initramfs normally mounted all of these already (it is much faster at
 # it); check without forking, and mount only what is missing.
-mounted=" $(while read -r _ m _; do printf '%s ' "$m"; done </proc/mounts 2>/dev/null) "
+mounted=" "
+while read -r _ m _; do mounted+="$m "; done </proc/mounts
 mnt() { # mnt FSTYPE DIR [OPTIONS]
 	[[ "$mounted" != *" $2 "* ]] || return 0
 	mkdir -p "$2"
@@ -45,7 +46,10 @@ mnt tmpfs /tmp "mode=1777"
 mnt tmpfs /run "mode=0755"
 [[ -p /run/sroce-idle ]] || mkfifo /run/sroce-idle
 [[ -e /dev/ptmx ]] || ln -sf pts/ptmx /dev/ptmx
-[[ -e /dev/fd ]] || ln -sfn /proc/self/fd /dev/fd
+[[ -e /dev/fd ]] || ln -s /proc/self/fd /dev/fd
+[[ -e /dev/stdin ]] || ln -s /proc/self/fd/0 /dev/stdin
+[[ -e /dev/stdout ]] || ln -s /proc/self/fd/1 /dev/stdout
+[[ -e /dev/stderr ]] || ln -s /proc/self/fd/2 /dev/stderr
 
 OUT=/run/sroce-out
 if [[ "$mounted" != *" $OUT "* ]]; then
@@ -56,6 +60,7 @@ if [[ "$mounted" != *" $OUT "* ]]; then
 	fi
 fi
 
+cmd=()   # set by env.sh
 # shellcheck source=/dev/null
 source "$OUT/env.sh" || { console "cannot read $OUT/env.sh"; poweroff_now; }
 
@@ -73,16 +78,18 @@ ulimit -c 0
 
 cd "$SROCE_ROOT" || console "cannot cd to $SROCE_ROOT"
 export SROCE_ROOT SROCE_IN_GUEST=1
+unset sroce_init sroce_onlcr   # from the kernel command line / initramfs
 
 if [[ "${SROCE_VM_INTERACTIVE:-0}" == 1 ]]; then
 	# A controlling tty needs a real tty device, not /dev/console.
-	[[ -n "${SROCE_VM_ROWS:-}" ]] && stty -F /dev/ttyS0 rows "$SROCE_VM_ROWS" cols "$SROCE_VM_COLS"
+	stty -F /dev/ttyS0 onlcr
+	[[ -z "${SROCE_VM_ROWS:-}" ]] || stty -F /dev/ttyS0 rows "$SROCE_VM_ROWS" cols "${SROCE_VM_COLS:-80}"
 	setsid -c -w "${cmd[@]}" </dev/ttyS0 >/dev/ttyS0 2>&1
 	rc=$?
 else
 	# Stream to the console (the host shows it live) and save a copy. The
 	# serial line would turn each \n into \r\n; keep the output byte-exact.
-	stty -F /dev/console -onlcr 2>/dev/null
+	[[ "${sroce_onlcr:-}" == off ]] || stty -F /dev/console -onlcr 2>/dev/null
 	[[ -p /run/sroce-stdout ]] || mkfifo /run/sroce-stdout /run/sroce-stderr
 	tee "$OUT/stdout.txt" </run/sroce-stdout >/dev/console &
 	tee_out=$!
@@ -95,7 +102,7 @@ else
 	rc=$?
 	# A daemon the command left behind may hold the fifos open; don't wait
 	# for it forever.
-	for _ in $(seq 50); do
+	for ((i = 0; i < 50; i++)); do
 		kill -0 "$tee_out" 2>/dev/null || kill -0 "$tee_err" 2>/dev/null || break
 		sleep 0.1
 	done

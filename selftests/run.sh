@@ -1,0 +1,153 @@
+#!/bin/bash
+# Run the selftests (selftests/*.sh) inside the VM guest, kselftest-style:
+# TAP 13 on stdout, each test's own output indented with "# ", then a final
+# "N passed, N failed, N skipped" line. Exit 0 iff nothing failed.
+#
+# usage: selftests/run.sh [--force] [--list] [--timeout SECS] [TEST...]
+#   TEST      a test name, with or without .sh, or a glob ('sroce_*')
+#   --force   run outside a tools/vm/run guest (tests load modules and
+#             reconfigure the network: don't do this on a machine you care about)
+#   --timeout default per-test limit (300 s); a test file can set its own with
+#             a "# timeout: N" line
+#
+# A test passes with exit 0, is skipped with exit 4 (kselftest's KSFT_SKIP;
+# lib.sh's skip() also records the reason), and fails otherwise - or when the
+# kernel log gained a splat while it ran, even if it exited 0.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export SROCE_ROOT=${SROCE_ROOT:-$(cd "$here/.." && pwd)}
+check_splat=$SROCE_ROOT/tools/vm/check-splat
+readonly KSFT_SKIP=4
+
+force=0 list=0 default_timeout=300 filters=()
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--force) force=1 ;;
+	--list) list=1 ;;
+	--timeout) default_timeout=$2; shift ;;
+	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+	*) filters+=("$1") ;;
+	esac
+	shift
+done
+
+tests=()
+for f in "$here"/*.sh; do
+	name=${f##*/}
+	name=${name%.sh}
+	[[ $name != run && $name != lib ]] || continue
+	tests+=("$name")
+done
+
+# Keep the order of the directory listing, take each test once.
+if [[ ${#filters[@]} -gt 0 ]]; then
+	selected=()
+	for flt in "${filters[@]}"; do
+		flt=${flt##*/}
+		flt=${flt%.sh}
+		hit=0
+		for name in "${tests[@]}"; do
+			# shellcheck disable=SC2053  # $flt is a glob on purpose
+			[[ $name == $flt ]] && hit=1
+		done
+		[[ $hit == 1 ]] || { echo "run.sh: no test matches '$flt'" >&2; exit 2; }
+	done
+	for name in "${tests[@]}"; do
+		for flt in "${filters[@]}"; do
+			flt=${flt##*/}
+			flt=${flt%.sh}
+			# shellcheck disable=SC2053
+			if [[ $name == $flt ]]; then selected+=("$name"); break; fi
+		done
+	done
+	tests=("${selected[@]}")
+fi
+
+if [[ $list == 1 ]]; then
+	printf '%s\n' "${tests[@]}"
+	exit 0
+fi
+
+if [[ -z "${SROCE_IN_GUEST:-}" && $force == 0 ]]; then
+	echo "run.sh: refusing to run outside the test VM: the tests load kernel modules" >&2
+	echo "run.sh: and reconfigure the network. Use: tools/vm/run -- selftests/run.sh" >&2
+	echo "run.sh: (or --force, on a machine you don't mind breaking)" >&2
+	exit 2
+fi
+
+test_timeout() { # the "# timeout: N" line of a test file, else the default
+	local t
+	t=$(sed -n 's/^#[[:space:]]*timeout:[[:space:]]*\([0-9][0-9]*\).*/\1/p' "$1" | head -n1)
+	echo "${t:-$default_timeout}"
+}
+
+# New kernel log lines since MARKER (all of it if the marker scrolled out of
+# the ring buffer: better a stale splat than a missed one).
+log_since() {
+	local all
+	all=$(dmesg 2>/dev/null) || return 0
+	if grep -qF -- "$1" <<<"$all"; then
+		sed -n "\\|$1|,\$p" <<<"$all"
+	else
+		echo "$all"
+	fi
+}
+
+kmsg() { echo "$*" >/dev/kmsg 2>/dev/null || true; }
+
+passed=0 failed=0 skipped=0 n=0
+echo "TAP version 13"
+echo "1..${#tests[@]}"
+for name in "${tests[@]}"; do
+	n=$((n + 1))
+	file=$here/$name.sh
+	limit=$(test_timeout "$file")
+	skip_file=$(mktemp)
+	marker="sroce-selftest: start $name $$.$n.$RANDOM"
+	kmsg "$marker"
+	echo "# selftests: $name (timeout ${limit}s)"
+	start=$SECONDS
+	# timeout(1) gives the test its own process group and signals all of it.
+	SROCE_TEST_NAME=$name SROCE_SKIP_FILE=$skip_file \
+		timeout -k 10 "$limit" bash "$file" </dev/null 2>&1 | sed -u 's/^/# /'
+	rc=${PIPESTATUS[0]}
+	kmsg "sroce-selftest: end $name rc=$rc"
+	echo "# $name: exit $rc after $((SECONDS - start))s"
+
+	splat_rc=0
+	splat=$(log_since "$marker" | "$check_splat" -) || splat_rc=$?
+	if [[ $splat_rc != 0 ]]; then
+		# shellcheck disable=SC2001
+		sed 's/^/# /' <<<"$splat"
+	fi
+
+	if [[ $splat_rc == 1 ]]; then
+		echo "not ok $n $name # kernel splat during $name (exit $rc)"
+		failed=$((failed + 1))
+	elif [[ $splat_rc == 2 ]]; then
+		echo "not ok $n $name # user-space crash during $name (exit $rc)"
+		failed=$((failed + 1))
+	elif [[ $splat_rc != 0 ]]; then
+		echo "not ok $n $name # check-splat failed ($splat_rc)"
+		failed=$((failed + 1))
+	elif [[ $rc == 0 ]]; then
+		echo "ok $n $name"
+		passed=$((passed + 1))
+	elif [[ $rc == "$KSFT_SKIP" ]]; then
+		reason=$(head -n1 "$skip_file")
+		echo "ok $n $name # SKIP ${reason:-no reason given}"
+		skipped=$((skipped + 1))
+	elif [[ $rc == 124 || $rc == 137 ]]; then
+		echo "not ok $n $name # TIMEOUT ${limit} seconds"
+		failed=$((failed + 1))
+	else
+		echo "not ok $n $name # exit=$rc"
+		failed=$((failed + 1))
+	fi
+	rm -f "$skip_file"
+done
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[[ $failed == 0 ]]

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <link.h>
 
-namespace sroce::abi_guard {
+namespace sroce::abi_guard
+{
 
-namespace {
+namespace
+{
 
 constexpr std::string_view soname = "libibverbs.so.1";
 
@@ -69,7 +71,11 @@ const char *describe(verdict v) noexcept
 std::string_view basename(std::string_view path) noexcept
 {
 	const auto slash = path.rfind('/');
-	return slash == std::string_view::npos ? path : path.substr(slash + 1);
+
+	/* Not substr(): its range check drags libstdc++'s throw helpers in. */
+	if (slash == std::string_view::npos)
+		return path;
+	return {path.data() + slash + 1, path.size() - slash - 1};
 }
 
 bool is_libibverbs_path(std::string_view path) noexcept

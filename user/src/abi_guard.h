@@ -15,7 +15,8 @@
 #include <cstddef>
 #include <string_view>
 
-namespace sroce::abi_guard {
+namespace sroce::abi_guard
+{
 
 enum class verdict {
 	ok,

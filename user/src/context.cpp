@@ -9,9 +9,11 @@
 #include <cerrno>
 #include <memory>
 
-namespace sroce {
+namespace sroce
+{
 
-namespace {
+namespace
+{
 
 /* Undo _verbs_init_and_alloc_context() on every early return. */
 struct context_deleter {
@@ -59,6 +61,7 @@ struct verbs_context *alloc_context(struct ibv_device *ibdev, int cmd_fd,
 	 */
 	context_ptr ctx(static_cast<context *>(_verbs_init_and_alloc_context(
 		ibdev, cmd_fd, sizeof(context),
+		// NOLINTNEXTLINE(performance-no-int-to-ptr): the ABI wants this
 		reinterpret_cast<verbs_context *>(offsetof(context, ibv_ctx)),
 		SROCE_DRIVER_ID)));
 	if (!ctx)

@@ -4,7 +4,8 @@
 
 #include <cstdio>
 
-namespace sroce {
+namespace sroce
+{
 
 int query_device_ex(struct ibv_context *ibctx,
 		    const struct ibv_query_device_ex_input *input,

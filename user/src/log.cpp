@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "log.h"
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-namespace sroce {
+namespace sroce
+{
 
-namespace {
+namespace
+{
 
 bool env_on(const char *name) noexcept
 {
@@ -21,9 +24,19 @@ bool env_on(const char *name) noexcept
 
 bool log_verbose() noexcept
 {
-	static const bool verbose =
-		env_on("IBV_SHOW_WARNINGS") || env_on("SROCE_DEBUG");
-	return verbose;
+	/*
+	 * Not a function-local static: its guard would need libstdc++'s
+	 * __cxa_guard_*. Racing first callers just both read the environment.
+	 */
+	static constinit std::atomic<int> state{0}; /* 0 unknown, 1 no, 2 yes */
+	int s = state.load(std::memory_order_relaxed);
+
+	if (s == 0) {
+		s = env_on("IBV_SHOW_WARNINGS") || env_on("SROCE_DEBUG") ? 2
+									 : 1;
+		state.store(s, std::memory_order_relaxed);
+	}
+	return s == 2;
 }
 
 void log(log_level level, const char *fmt, ...) noexcept

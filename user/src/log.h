@@ -8,9 +8,14 @@
 #ifndef SROCE_LOG_H
 #define SROCE_LOG_H
 
-namespace sroce {
+namespace sroce
+{
 
-enum class log_level { err, warn, debug };
+enum class log_level {
+	err,
+	warn,
+	debug
+};
 
 /* True when warnings and debug output are wanted (read once). */
 bool log_verbose() noexcept;

@@ -13,9 +13,11 @@
 #include <sys/types.h>
 #include <utility>
 
-namespace sroce {
+namespace sroce
+{
 
-class mapping {
+class mapping
+{
 public:
 	mapping() noexcept = default;
 
@@ -28,15 +30,15 @@ public:
 			       fd, static_cast<off_t>(offset));
 		if (p == MAP_FAILED) // NOLINT(performance-no-int-to-ptr)
 			return {};
-		return mapping(p, len);
+		return {p, len};
 	}
 
 	mapping(const mapping &) = delete;
 	mapping &operator=(const mapping &) = delete;
 
-	mapping(mapping &&other) noexcept
-		: addr_(std::exchange(other.addr_, nullptr)),
-		  len_(std::exchange(other.len_, 0))
+	mapping(mapping &&other) noexcept :
+		addr_(std::exchange(other.addr_, nullptr)),
+		len_(std::exchange(other.len_, 0))
 	{
 	}
 

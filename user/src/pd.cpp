@@ -3,7 +3,8 @@
 #include "provider.h"
 #include "util.h"
 
-namespace sroce {
+namespace sroce
+{
 
 struct ibv_pd *alloc_pd(struct ibv_context *ibctx) noexcept
 {

@@ -7,17 +7,19 @@
  * table has exactly that one entry: no name or modalias match that could
  * claim (or be claimed by) another provider's device.
  */
+#include "provider.h"
 #include "abi_guard.h"
 #include "config.h"
 #include "log.h"
-#include "provider.h"
 #include "util.h"
 
 #include <climits>
 
-namespace sroce {
+namespace sroce
+{
 
-namespace {
+namespace
+{
 
 struct verbs_device *alloc_device(struct verbs_sysfs_dev *sysfs_dev) noexcept
 {

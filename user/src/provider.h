@@ -18,7 +18,8 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace sroce {
+namespace sroce
+{
 
 struct device {
 	struct verbs_device ibv_dev;
@@ -38,8 +39,10 @@ struct pd {
 	struct ibv_pd ibv_pd;
 };
 
-static_assert(std::is_standard_layout_v<device> && offsetof(device, ibv_dev) == 0);
-static_assert(std::is_standard_layout_v<context> && offsetof(context, ibv_ctx) == 0);
+static_assert(std::is_standard_layout_v<device> &&
+	      offsetof(device, ibv_dev) == 0);
+static_assert(std::is_standard_layout_v<context> &&
+	      offsetof(context, ibv_ctx) == 0);
 static_assert(std::is_standard_layout_v<pd> && offsetof(pd, ibv_pd) == 0);
 
 inline device *to_dev(struct ibv_device *ibdev) noexcept

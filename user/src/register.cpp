@@ -6,7 +6,8 @@
  */
 #include "provider.h"
 
-namespace {
+namespace
+{
 
 __attribute__((constructor)) void sroce_register_provider() noexcept
 {

@@ -28,10 +28,12 @@
 #include <cstdint>
 #include <optional>
 
-namespace sroce {
+namespace sroce
+{
 
 /* Pure index arithmetic; n is the slot count, a power of two. */
-namespace ring_index {
+namespace ring_index
+{
 
 constexpr bool is_pow2(uint32_t n) noexcept
 {
@@ -83,7 +85,8 @@ constexpr uint32_t slot(uint32_t idx, uint32_t n) noexcept
  * A mapped ring: header pointer plus the geometry, validated once at attach
  * and cached, so a later write to the shared header cannot move our slots.
  */
-class ring {
+class ring
+{
 public:
 	/* Slots larger than this are certainly a corrupt header. */
 	static constexpr uint32_t max_slot_shift = 16;
@@ -162,16 +165,15 @@ public:
 
 	static void store_release(uint32_t &word, uint32_t v) noexcept
 	{
-		std::atomic_ref<uint32_t>(word).store(v,
-						      std::memory_order_release);
+		std::atomic_ref<uint32_t>(word).store(
+			v, std::memory_order_release);
 	}
 
 private:
-	ring(sroce_queue_hdr *hdr, uint32_t n, uint32_t shift) noexcept
-		: hdr_(hdr),
-		  data_(reinterpret_cast<unsigned char *>(hdr) +
-			SROCE_QUEUE_DATA_OFFSET),
-		  mask_(n - 1), shift_(shift)
+	ring(sroce_queue_hdr *hdr, uint32_t n, uint32_t shift) noexcept :
+		hdr_(hdr), data_(reinterpret_cast<unsigned char *>(hdr) +
+				 SROCE_QUEUE_DATA_OFFSET),
+		mask_(n - 1), shift_(shift)
 	{
 	}
 
@@ -191,10 +193,11 @@ static_assert(std::atomic_ref<uint32_t>::is_always_lock_free,
  * User space produces (SQ, RQ, SRQ). Write slots at next(0), next(1), ...
  * up to free_slots(), then publish() them in one release store.
  */
-class ring_producer {
+class ring_producer
+{
 public:
-	explicit ring_producer(const ring &r) noexcept
-		: r_(r), prod_(r.load_producer())
+	explicit ring_producer(const ring &r) noexcept :
+		r_(r), prod_(r.load_producer())
 	{
 	}
 
@@ -241,10 +244,11 @@ private:
  * User space consumes (CQ). Read slots at peek(0), peek(1), ... below
  * available(), then release() them back to the producer.
  */
-class ring_consumer {
+class ring_consumer
+{
 public:
-	explicit ring_consumer(const ring &r) noexcept
-		: r_(r), cons_(r.load_consumer())
+	explicit ring_consumer(const ring &r) noexcept :
+		r_(r), cons_(r.load_consumer())
 	{
 	}
 

@@ -7,7 +7,8 @@
 #include <memory>
 #include <type_traits>
 
-namespace sroce {
+namespace sroce
+{
 
 struct free_deleter {
 	void operator()(void *p) const noexcept

@@ -208,15 +208,17 @@ struct verbs_context_ops {
 		       struct ibv_mw_bind *mw_bind);
 	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	void (*cq_event)(struct ibv_cq *cq);
-	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
+				    struct ibv_ah_attr *attr);
 	struct ibv_counters *(*create_counters)(
 		struct ibv_context *context,
 		struct ibv_counters_init_attr *init_attr);
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
 				    int comp_vector);
-	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
-					  struct ibv_cq_init_attr_ex *init_attr);
+	struct ibv_cq_ex *(*create_cq_ex)(
+		struct ibv_context *context,
+		struct ibv_cq_init_attr_ex *init_attr);
 	struct ibv_flow *(*create_flow)(struct ibv_qp *qp,
 					struct ibv_flow_attr *flow_attr);
 	struct ibv_flow_action *(*create_flow_action_esp)(
@@ -224,8 +226,9 @@ struct verbs_context_ops {
 		struct ibv_flow_action_esp_attr *attr);
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
 				    struct ibv_qp_init_attr *attr);
-	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
-				       struct ibv_qp_init_attr_ex *qp_init_attr_ex);
+	struct ibv_qp *(*create_qp_ex)(
+		struct ibv_context *context,
+		struct ibv_qp_init_attr_ex *qp_init_attr_ex);
 	struct ibv_rwq_ind_table *(*create_rwq_ind_table)(
 		struct ibv_context *context,
 		struct ibv_rwq_ind_table_init_attr *init_attr);
@@ -271,8 +274,9 @@ struct verbs_context_ops {
 	int (*modify_wq)(struct ibv_wq *wq, struct ibv_wq_attr *wq_attr);
 	struct ibv_qp *(*open_qp)(struct ibv_context *context,
 				  struct ibv_qp_open_attr *attr);
-	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *context,
-				      struct ibv_xrcd_init_attr *xrcd_init_attr);
+	struct ibv_xrcd *(*open_xrcd)(
+		struct ibv_context *context,
+		struct ibv_xrcd_init_attr *xrcd_init_attr);
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
@@ -521,7 +525,7 @@ enum : uint32_t {
 
 #define SROCE_ASSERT_SIZE(type, size) \
 	static_assert(sizeof(struct type) == (size), "ABI size of " #type)
-#define SROCE_ASSERT_OFF(type, member, off)                 \
+#define SROCE_ASSERT_OFF(type, member, off)                   \
 	static_assert(offsetof(struct type, member) == (off), \
 		      "ABI offset of " #type "::" #member)
 
@@ -571,10 +575,10 @@ SROCE_ASSERT_OFF(verbs_device, core_support, 704);
 
 SROCE_ASSERT_SIZE(verbs_context_ops, 608);
 SROCE_ASSERT_OFF(verbs_context_ops, advise_mr, 0);
-SROCE_ASSERT_OFF(verbs_context_ops, import_dm, 8 * 42);
+SROCE_ASSERT_OFF(verbs_context_ops, import_dm, 336);
 SROCE_ASSERT_OFF(verbs_context_ops, poll_cq, 424);
-SROCE_ASSERT_OFF(verbs_context_ops, query_qp_data_in_order, 8 * 62);
-SROCE_ASSERT_OFF(verbs_context_ops, unimport_dm, 8 * 73);
+SROCE_ASSERT_OFF(verbs_context_ops, query_qp_data_in_order, 496);
+SROCE_ASSERT_OFF(verbs_context_ops, unimport_dm, 584);
 SROCE_ASSERT_OFF(verbs_context_ops, unimport_pd, 600);
 
 SROCE_ASSERT_SIZE(ibv_device, 664);

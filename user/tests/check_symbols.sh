@@ -24,7 +24,7 @@ exports=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -x -e _init -e
 [ -z "$exports" ] || err "exports symbols: $(echo $exports)"
 
 # objdump -T: "... *UND* ... VERSION NAME" for imports.
-imports=$(objdump -T "$so" | awk '$0 ~ /\*UND\*/ {v = $(NF-1); gsub(/[()]/, "", v); print v, $NF}')
+imports=$(objdump -T "$so" | awk 'NF >= 2 && $0 ~ /\*UND\*/ {v = $(NF-1); gsub(/[()]/, "", v); print v, $NF}')
 [ -n "$imports" ] || err "no imports found (objdump failed?)"
 
 echo "$imports" | while read -r ver name; do
@@ -44,7 +44,7 @@ if [ -s "${TMPDIR:-/tmp}/sroce-bad-imports.$$" ]; then
 fi
 rm -f "${TMPDIR:-/tmp}/sroce-bad-imports.$$"
 
-provided=$(objdump -T "$ibverbs" | awk '$0 !~ /\*UND\*/ && $(NF-1) ~ /^IBVERBS_/ {print $(NF-1) " " $NF}')
+provided=$(objdump -T "$ibverbs" | awk 'NF >= 2 && $0 !~ /\*UND\*/ && $(NF-1) ~ /^IBVERBS_/ {print $(NF-1) " " $NF}')
 for ent in $(echo "$imports" | awk '$1 ~ /^IBVERBS_/ {print $1 ":" $2}'); do
 	ver=${ent%%:*}
 	name=${ent#*:}

@@ -7,7 +7,8 @@
 #include <climits>
 #include <string>
 
-namespace {
+namespace
+{
 
 using sroce::abi_guard::check_loaded;
 using sroce::abi_guard::is_libibverbs_path;
@@ -19,7 +20,8 @@ constexpr const char *mapped = "/lib/x86_64-linux-gnu/libibverbs.so.1";
 
 TEST(AbiGuard, ExpectedNameComesFromTheBuild)
 {
-	EXPECT_TRUE(std::string(SROCE_LIBIBVERBS_FILE).starts_with("libibverbs.so.1."));
+	EXPECT_TRUE(std::string(SROCE_LIBIBVERBS_FILE)
+			    .starts_with("libibverbs.so.1."));
 }
 
 TEST(AbiGuard, RecognisesLibibverbsPaths)
@@ -37,7 +39,9 @@ TEST(AbiGuard, RecognisesLibibverbsPaths)
 
 TEST(AbiGuard, AcceptsTheExactRelease)
 {
-	EXPECT_EQ(judge(mapped, "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0", want),
+	EXPECT_EQ(judge(mapped,
+			"/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0",
+			want),
 		  verdict::ok);
 	EXPECT_EQ(judge(mapped, "libibverbs.so.1.14.44.0", want), verdict::ok);
 }
@@ -45,15 +49,16 @@ TEST(AbiGuard, AcceptsTheExactRelease)
 TEST(AbiGuard, RefusesOtherReleasesOfTheSamePrivateAbi)
 {
 	/* rdma-core 45..56 still say IBVERBS_PRIVATE_34. */
-	for (const char *other : {"/usr/lib/libibverbs.so.1.14.45.0",
-				  "/usr/lib/libibverbs.so.1.14.56.0",
-				  "/usr/lib/libibverbs.so.1.14.34.0",
-				  "/usr/lib/libibverbs.so.1.14.44.1",
-				  "/usr/lib/libibverbs.so.1.14.44",
-				  "/usr/lib/libibverbs.so.1.14.44.0.bak",
-				  "/usr/lib/xlibibverbs.so.1.14.44.0",
-				  "/usr/lib/libibverbs.so.1"})
-		EXPECT_EQ(judge(mapped, other, want), verdict::wrong_file) << other;
+	for (const char *other :
+	     {"/usr/lib/libibverbs.so.1.14.45.0",
+	      "/usr/lib/libibverbs.so.1.14.56.0",
+	      "/usr/lib/libibverbs.so.1.14.34.0",
+	      "/usr/lib/libibverbs.so.1.14.44.1",
+	      "/usr/lib/libibverbs.so.1.14.44",
+	      "/usr/lib/libibverbs.so.1.14.44.0.bak",
+	      "/usr/lib/xlibibverbs.so.1.14.44.0", "/usr/lib/libibverbs.so.1"})
+		EXPECT_EQ(judge(mapped, other, want), verdict::wrong_file)
+			<< other;
 }
 
 TEST(AbiGuard, RefusesWhenUnknown)
@@ -76,11 +81,14 @@ TEST(AbiGuard, DirectoryDoesNotMatter)
 TEST(AbiGuard, ThisProcessPassesTheRealCheck)
 {
 	char resolved[PATH_MAX];
-	EXPECT_EQ(check_loaded(SROCE_LIBIBVERBS_FILE, resolved, sizeof(resolved)),
-		  verdict::ok)
+	EXPECT_EQ(
+		check_loaded(SROCE_LIBIBVERBS_FILE, resolved, sizeof(resolved)),
+		verdict::ok)
 		<< resolved;
-	EXPECT_TRUE(std::string(resolved).ends_with(SROCE_LIBIBVERBS_FILE)) << resolved;
-	EXPECT_EQ(check_loaded("libibverbs.so.1.14.45.0", resolved, sizeof(resolved)),
+	EXPECT_TRUE(std::string(resolved).ends_with(SROCE_LIBIBVERBS_FILE))
+		<< resolved;
+	EXPECT_EQ(check_loaded("libibverbs.so.1.14.45.0", resolved,
+			       sizeof(resolved)),
 		  verdict::wrong_file);
 }
 

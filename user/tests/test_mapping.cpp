@@ -7,7 +7,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-namespace {
+namespace
+{
 
 struct memfd {
 	int fd;
@@ -26,7 +27,7 @@ struct memfd {
 
 TEST(Mapping, MapsSharedAndUnmapsOnce)
 {
-	const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+	const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 	memfd f(2 * page);
 
 	sroce::mapping a = sroce::mapping::map(f.fd, page, page);
@@ -36,7 +37,8 @@ TEST(Mapping, MapsSharedAndUnmapsOnce)
 
 	sroce::mapping b = sroce::mapping::map(f.fd, page, page);
 	ASSERT_TRUE(b);
-	EXPECT_STREQ(static_cast<const char *>(b.get()), "ring") << "MAP_SHARED";
+	EXPECT_STREQ(static_cast<const char *>(b.get()), "ring")
+		<< "MAP_SHARED";
 
 	void *addr = a.get();
 	sroce::mapping moved(std::move(a));

@@ -8,7 +8,8 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace
+{
 
 using namespace sroce;
 namespace ri = sroce::ring_index;
@@ -17,8 +18,10 @@ namespace ri = sroce::ring_index;
 struct fake_queue {
 	std::vector<uint64_t> mem;
 
-	fake_queue(uint32_t num_slots, uint32_t shift, uint32_t start = 0)
-		: mem((SROCE_QUEUE_DATA_OFFSET + (size_t{num_slots} << shift)) / 8 + 1)
+	fake_queue(uint32_t num_slots, uint32_t shift, uint32_t start = 0) :
+		mem((SROCE_QUEUE_DATA_OFFSET + (size_t{num_slots} << shift)) /
+			    8 +
+		    1)
 	{
 		hdr()->num_slots = num_slots;
 		hdr()->slot_shift = shift;
@@ -110,11 +113,13 @@ TEST(Ring, AttachValidatesHeader)
 		<< "slots smaller than the caller needs";
 	EXPECT_FALSE(ring::attach(nullptr, q.len(), 1).has_value());
 	EXPECT_FALSE(ring::attach(q.mem.data(), 100, 1).has_value());
-	EXPECT_FALSE(ring::attach(q.mem.data(), SROCE_QUEUE_DATA_OFFSET + 8 * 64 - 1, 1)
+	EXPECT_FALSE(ring::attach(q.mem.data(),
+				  SROCE_QUEUE_DATA_OFFSET + 8 * 64 - 1, 1)
 			     .has_value())
 		<< "slots past the end of the mapping";
-	EXPECT_TRUE(ring::attach(q.mem.data(), SROCE_QUEUE_DATA_OFFSET + 8 * 64, 1)
-			    .has_value());
+	EXPECT_TRUE(
+		ring::attach(q.mem.data(), SROCE_QUEUE_DATA_OFFSET + 8 * 64, 1)
+			.has_value());
 
 	q.hdr()->num_slots = 6;
 	EXPECT_FALSE(ring::attach(q.mem.data(), q.len(), 1).has_value());
@@ -136,10 +141,11 @@ TEST(Ring, GeometryIsCachedAtAttach)
 	q.hdr()->slot_shift = 12;
 	EXPECT_EQ(r.num_slots(), 8U);
 	EXPECT_EQ(r.slot_size(), 16U);
-	auto *data = reinterpret_cast<unsigned char *>(q.mem.data()) + SROCE_QUEUE_DATA_OFFSET;
+	auto *data = reinterpret_cast<unsigned char *>(q.mem.data()) +
+		     SROCE_QUEUE_DATA_OFFSET;
 	EXPECT_EQ(r.slot(0), data);
 	EXPECT_EQ(r.slot(9), data + 16);
-	EXPECT_EQ(r.slot(0xffffffffU), data + 7 * 16);
+	EXPECT_EQ(r.slot(0xffffffffU), data + size_t{7} * 16);
 }
 
 TEST(Ring, ProducerFillsToFullThenStops)

@@ -4,6 +4,8 @@
  * order or offsets in verbs_private.h make these fail, while the compiler
  * and linker would happily accept them.
  */
+#include "test_util.h"
+#include "util.h"
 #include "verbs_private.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +16,8 @@
 #include <cstring>
 #include <vector>
 
-namespace {
+namespace
+{
 
 constexpr size_t num_slots = sizeof(verbs_context_ops) / sizeof(void *);
 static_assert(num_slots == 76);
@@ -26,13 +29,15 @@ uintptr_t marker(size_t slot)
 }
 
 struct probe {
+	sroce::c_ptr<verbs_context> mem;
 	verbs_context *vctx;
 	std::vector<uint64_t> priv; /* stands in for verbs_ex_private */
 	verbs_context_ops ops;
 
-	probe() : priv(512, 0), ops{}
+	probe() :
+		mem(sroce::c_zalloc<verbs_context>()), vctx(mem.get()),
+		priv(512, 0), ops{}
 	{
-		vctx = static_cast<verbs_context *>(calloc(1, sizeof(*vctx)));
 		vctx->sz = sizeof(*vctx);
 		vctx->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 		vctx->priv = reinterpret_cast<verbs_ex_private *>(priv.data());
@@ -43,12 +48,11 @@ struct probe {
 		static_assert(sizeof(m) == sizeof(ops));
 		memcpy(&ops, m.data(), sizeof(ops));
 	}
-	~probe()
-	{
-		free(vctx);
-	}
+	~probe() = default;
 	probe(const probe &) = delete;
 	probe &operator=(const probe &) = delete;
+	probe(probe &&) = delete;
+	probe &operator=(probe &&) = delete;
 };
 
 template <typename F> uintptr_t bits(const F &field)
@@ -67,68 +71,86 @@ struct public_slot {
 	size_t vctx_offset; /* where verbs.h says the op is visible */
 };
 
-#define CTX(name)                                                        \
-	public_slot                                                      \
-	{                                                                \
-		#name, SLOT(name),                                       \
-			offsetof(verbs_context, context) +               \
-				offsetof(ibv_context, ops) +             \
-				offsetof(ibv_context_ops, name)          \
-	}
-#define CTX_COMPAT(name)                                                 \
-	public_slot                                                      \
-	{                                                                \
-		"_compat_" #name, SLOT(name),                            \
-			offsetof(verbs_context, context) +               \
-				offsetof(ibv_context, ops) +             \
-				offsetof(ibv_context_ops, _compat_##name)\
-	}
-#define VCTX(field, name)                                                \
-	public_slot                                                      \
-	{                                                                \
-		#name, SLOT(name), offsetof(verbs_context, field)        \
-	}
+constexpr size_t ctx_ops =
+	offsetof(verbs_context, context) + offsetof(ibv_context, ops);
+
+// clang-format off
+#define CTX(name) \
+	public_slot{#name, SLOT(name), ctx_ops + offsetof(ibv_context_ops, name)}
+#define CTX_COMPAT(name) \
+	public_slot{"_compat_" #name, SLOT(name), \
+		    ctx_ops + offsetof(ibv_context_ops, _compat_##name)}
+#define VCTX(field, name) \
+	public_slot{#name, SLOT(name), offsetof(verbs_context, field)}
+// clang-format on
 
 /* Every op libibverbs mirrors into a public struct, and where. */
 const public_slot public_slots[] = {
-	CTX(alloc_mw), CTX(bind_mw), CTX(dealloc_mw), CTX(poll_cq),
-	CTX(post_recv), CTX(post_send), CTX(post_srq_recv), CTX(req_notify_cq),
+	CTX(alloc_mw),
+	CTX(bind_mw),
+	CTX(dealloc_mw),
+	CTX(poll_cq),
+	CTX(post_recv),
+	CTX(post_send),
+	CTX(post_srq_recv),
+	CTX(req_notify_cq),
 
-	CTX_COMPAT(alloc_pd), CTX_COMPAT(async_event),
-	CTX_COMPAT(attach_mcast), CTX_COMPAT(cq_event), CTX_COMPAT(create_ah),
-	CTX_COMPAT(create_cq), CTX_COMPAT(create_qp), CTX_COMPAT(create_srq),
-	CTX_COMPAT(dealloc_pd), CTX_COMPAT(dereg_mr), CTX_COMPAT(destroy_ah),
-	CTX_COMPAT(destroy_cq), CTX_COMPAT(destroy_qp),
-	CTX_COMPAT(destroy_srq), CTX_COMPAT(detach_mcast),
-	CTX_COMPAT(modify_qp), CTX_COMPAT(modify_srq), CTX_COMPAT(query_qp),
-	CTX_COMPAT(query_srq), CTX_COMPAT(reg_mr), CTX_COMPAT(rereg_mr),
+	CTX_COMPAT(alloc_pd),
+	CTX_COMPAT(async_event),
+	CTX_COMPAT(attach_mcast),
+	CTX_COMPAT(cq_event),
+	CTX_COMPAT(create_ah),
+	CTX_COMPAT(create_cq),
+	CTX_COMPAT(create_qp),
+	CTX_COMPAT(create_srq),
+	CTX_COMPAT(dealloc_pd),
+	CTX_COMPAT(dereg_mr),
+	CTX_COMPAT(destroy_ah),
+	CTX_COMPAT(destroy_cq),
+	CTX_COMPAT(destroy_qp),
+	CTX_COMPAT(destroy_srq),
+	CTX_COMPAT(detach_mcast),
+	CTX_COMPAT(modify_qp),
+	CTX_COMPAT(modify_srq),
+	CTX_COMPAT(query_qp),
+	CTX_COMPAT(query_srq),
+	CTX_COMPAT(reg_mr),
+	CTX_COMPAT(rereg_mr),
 	CTX_COMPAT(resize_cq),
 
-	VCTX(advise_mr, advise_mr), VCTX(alloc_dm, alloc_dm),
+	VCTX(advise_mr, advise_mr),
+	VCTX(alloc_dm, alloc_dm),
 	VCTX(alloc_null_mr, alloc_null_mr),
 	VCTX(alloc_parent_domain, alloc_parent_domain),
 	VCTX(alloc_td, alloc_td),
 	VCTX(attach_counters_point_flow, attach_counters_point_flow),
 	VCTX(create_counters, create_counters),
-	VCTX(close_xrcd, close_xrcd), VCTX(ibv_create_flow, create_flow),
+	VCTX(close_xrcd, close_xrcd),
+	VCTX(ibv_create_flow, create_flow),
 	VCTX(create_flow_action_esp, create_flow_action_esp),
 	VCTX(create_qp_ex, create_qp_ex),
 	VCTX(create_rwq_ind_table, create_rwq_ind_table),
-	VCTX(create_srq_ex, create_srq_ex), VCTX(create_wq, create_wq),
+	VCTX(create_srq_ex, create_srq_ex),
+	VCTX(create_wq, create_wq),
 	VCTX(dealloc_td, dealloc_td),
 	VCTX(destroy_counters, destroy_counters),
 	VCTX(ibv_destroy_flow, destroy_flow),
 	VCTX(destroy_flow_action, destroy_flow_action),
 	VCTX(destroy_rwq_ind_table, destroy_rwq_ind_table),
-	VCTX(destroy_wq, destroy_wq), VCTX(free_dm, free_dm),
-	VCTX(get_srq_num, get_srq_num), VCTX(modify_cq, modify_cq),
+	VCTX(destroy_wq, destroy_wq),
+	VCTX(free_dm, free_dm),
+	VCTX(get_srq_num, get_srq_num),
+	VCTX(modify_cq, modify_cq),
 	VCTX(modify_flow_action_esp, modify_flow_action_esp),
 	VCTX(modify_qp_rate_limit, modify_qp_rate_limit),
-	VCTX(modify_wq, modify_wq), VCTX(open_qp, open_qp),
-	VCTX(open_xrcd, open_xrcd), VCTX(post_srq_ops, post_srq_ops),
+	VCTX(modify_wq, modify_wq),
+	VCTX(open_qp, open_qp),
+	VCTX(open_xrcd, open_xrcd),
+	VCTX(post_srq_ops, post_srq_ops),
 	VCTX(query_device_ex, query_device_ex),
 	VCTX(query_rt_values, query_rt_values),
-	VCTX(read_counters, read_counters), VCTX(reg_dm_mr, reg_dm_mr),
+	VCTX(read_counters, read_counters),
+	VCTX(reg_dm_mr, reg_dm_mr),
 };
 
 /* Where libibverbs 44 keeps its full copy of the table inside priv. */
@@ -157,17 +179,17 @@ TEST(VerbsSetOps, EveryPublicSlotLandsWhereVerbsHSays)
 TEST(VerbsSetOps, TouchesNothingElseInTheContext)
 {
 	probe p;
-	auto *expect = static_cast<verbs_context *>(calloc(1, sizeof(verbs_context)));
-	memcpy(expect, p.vctx, sizeof(*expect));
+	auto expect = sroce::c_zalloc<verbs_context>();
+	memcpy(expect.get(), p.vctx, sizeof(*expect));
 
-	auto *e = reinterpret_cast<unsigned char *>(expect);
+	auto *e = reinterpret_cast<unsigned char *>(expect.get());
 	for (const auto &s : public_slots) {
 		const uintptr_t m = marker(s.slot);
 		memcpy(e + s.vctx_offset, &m, sizeof(m));
 	}
 	verbs_set_ops(p.vctx, &p.ops);
-	EXPECT_EQ(memcmp(expect, p.vctx, sizeof(*expect)), 0);
-	free(expect);
+	EXPECT_TRUE(sroce::test::same_bytes(expect.get(), p.vctx,
+					    sizeof(verbs_context)));
 }
 
 TEST(VerbsSetOps, WholeTableIsCopiedIntoPriv)
@@ -175,7 +197,8 @@ TEST(VerbsSetOps, WholeTableIsCopiedIntoPriv)
 	probe p;
 	verbs_set_ops(p.vctx, &p.ops);
 
-	const auto *priv = reinterpret_cast<const unsigned char *>(p.priv.data());
+	const auto *priv =
+		reinterpret_cast<const unsigned char *>(p.priv.data());
 	const size_t priv_len = p.priv.size() * sizeof(uint64_t);
 	size_t found = SIZE_MAX;
 	for (size_t off = 0; off + sizeof(p.ops) <= priv_len; off += 8) {
@@ -196,7 +219,8 @@ TEST(VerbsSetOps, NullSlotsDoNotOverwrite)
 	verbs_set_ops(p.vctx, &p.ops);
 
 	verbs_context_ops only_poll = {};
-	only_poll.poll_cq = reinterpret_cast<decltype(only_poll.poll_cq)>(0x1230);
+	only_poll.poll_cq =
+		reinterpret_cast<decltype(only_poll.poll_cq)>(0x1230);
 	verbs_set_ops(p.vctx, &only_poll);
 	EXPECT_EQ(bits(p.vctx->context.ops.poll_cq), 0x1230U);
 	EXPECT_EQ(bits(p.vctx->context.ops.post_send), marker(SLOT(post_send)));
@@ -204,7 +228,8 @@ TEST(VerbsSetOps, NullSlotsDoNotOverwrite)
 
 TEST(VerbsQp, QpToQpExHonoursCompMask)
 {
-	auto *vqp = static_cast<verbs_qp *>(calloc(1, sizeof(verbs_qp)));
+	auto mem = sroce::c_zalloc<verbs_qp>();
+	verbs_qp *vqp = mem.get();
 
 	EXPECT_EQ(ibv_qp_to_qp_ex(&vqp->qp), nullptr);
 	vqp->comp_mask = VERBS_QP_XRCD;
@@ -214,7 +239,6 @@ TEST(VerbsQp, QpToQpExHonoursCompMask)
 	/* The qp_ex view starts with the same ibv_qp. */
 	EXPECT_EQ(static_cast<void *>(&vqp->qp_ex.qp_base),
 		  static_cast<void *>(&vqp->qp));
-	free(vqp);
 }
 
 } // namespace

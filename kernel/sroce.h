@@ -19,6 +19,7 @@
 #include <linux/netdevice.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "sroce_compat.h"
 #include "../include/sroce-abi.h"
@@ -40,6 +41,17 @@ struct sroce_dev {
 	struct mutex port_lock;		/* serialises port state updates */
 
 	atomic_t num_pd;
+	atomic_t num_cq;
+	atomic_t num_qp;
+
+	/* Memory regions by key index (see sroce_mr.h). */
+	struct xarray mr_xa;
+	u32 mr_next;
+	atomic_t mr_key;
+
+	/* QPs by number, looked up under RCU by the receive path. */
+	struct xarray qp_xa;
+	u32 qp_next;
 };
 
 static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)
@@ -51,6 +63,13 @@ struct sroce_ucontext {
 	struct ib_ucontext ibuc;
 };
 
+/* The ib_ucontext of a verb called with user data. */
+static inline struct ib_ucontext *sroce_uctx(struct ib_udata *udata)
+{
+	return &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+					  ibuc)->ibuc;
+}
+
 struct sroce_pd {
 	struct ib_pd ibpd;
 };
@@ -59,6 +78,10 @@ struct sroce_pd {
 int sroce_dev_add(const char *ibdev_name, struct net_device *ndev);
 void sroce_dev_port_update(struct sroce_dev *sdev);
 enum ib_port_state sroce_port_state(struct net_device *ndev);
+
+/* sroce_queue.c */
+int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
+void sroce_mmap_free(struct rdma_user_mmap_entry *entry);
 
 /* sroce_net.c */
 struct sroce_net *sroce_net_get(struct net *net);

@@ -21,4 +21,23 @@
 #include <asm/unaligned.h>
 #endif
 
+/*
+ * ib_device_ops.create_cq takes the uverbs attribute bundle from 6.11 on
+ * (commit dd6d7f8574d7); the driver udata is inside it.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#include <rdma/uverbs_ioctl.h>
+#define SROCE_CREATE_CQ_UDATA_ARG	struct uverbs_attr_bundle *attrs
+#define SROCE_CREATE_CQ_UDATA_VAL	attrs
+static inline struct ib_udata *
+sroce_create_cq_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+#else
+#define SROCE_CREATE_CQ_UDATA_ARG	struct ib_udata *udata
+#define sroce_create_cq_udata(udata)	(udata)
+#define SROCE_CREATE_CQ_UDATA_VAL	udata
+#endif
+
 #endif /* SROCE_COMPAT_H */

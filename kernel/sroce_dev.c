@@ -14,6 +14,8 @@
 #include <rdma/ib_mad.h>
 
 #include "sroce.h"
+#include "sroce_cq.h"
+#include "sroce_mr.h"
 #include "sroce_param.h"
 
 static void sroce_init_attr(struct sroce_dev *sdev)
@@ -272,6 +274,10 @@ static void sroce_dealloc_driver(struct ib_device *ibdev)
 	netdev_put(sdev->ndev, &sdev->ndev_tracker);
 	mutex_destroy(&sdev->port_lock);
 	WARN_ON(atomic_read(&sdev->num_pd));
+	WARN_ON(atomic_read(&sdev->num_cq));
+	WARN_ON(!xa_empty(&sdev->mr_xa));
+	xa_destroy(&sdev->mr_xa);
+	xa_destroy(&sdev->qp_xa);
 }
 
 static const struct ib_device_ops sroce_dev_ops = {
@@ -280,19 +286,30 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.uverbs_abi_ver = SROCE_UVERBS_ABI_VERSION,
 
 	.alloc_pd = sroce_alloc_pd,
+	.create_cq = sroce_create_cq,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.dereg_mr = sroce_dereg_mr,
+	.destroy_cq = sroce_destroy_cq,
+	.get_dma_mr = sroce_get_dma_mr,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
 	.get_link_layer = sroce_get_link_layer,
 	.get_netdev = sroce_get_netdev,
 	.get_port_immutable = sroce_port_immutable,
+	.mmap = sroce_mmap,
+	.mmap_free = sroce_mmap_free,
 	.modify_port = sroce_modify_port,
+	.poll_cq = sroce_poll_cq,
 	.query_device = sroce_query_device,
 	.query_pkey = sroce_query_pkey,
 	.query_port = sroce_query_port,
+	.reg_user_mr = sroce_reg_user_mr,
+	.req_notify_cq = sroce_req_notify_cq,
+	.resize_cq = sroce_resize_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
 };
@@ -346,6 +363,10 @@ int sroce_dev_add(const char *ibdev_name, struct net_device *ndev)
 	sdev->net = dev_net(ndev);
 	mutex_init(&sdev->port_lock);
 	atomic_set(&sdev->num_pd, 0);
+	atomic_set(&sdev->num_cq, 0);
+	atomic_set(&sdev->num_qp, 0);
+	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
+	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
 
 	sdev->sn = sroce_net_get(sdev->net);
 	if (IS_ERR(sdev->sn)) {

@@ -6,13 +6,14 @@
 #ifndef SROCE_PARAM_H
 #define SROCE_PARAM_H
 
+#include "proto/sroce_range.h"
+
 #define SROCE_FW_VER_MAJOR		0
 #define SROCE_FW_VER_MINOR		1
 #define SROCE_FW_VER_SUB		0
 #define SROCE_HW_VER			1
 
 #define SROCE_MAX_MR_SIZE		0x10000000000ULL
-#define SROCE_MAX_MSG_SIZE		0x80000000U
 #define SROCE_MAX_QP			65536
 #define SROCE_MAX_QP_WR			16384
 #define SROCE_MAX_SGE			32
@@ -36,6 +37,7 @@
 #define SROCE_PORT_GID_TBL_LEN		256
 #define SROCE_PORT_PKEY_TBL_LEN		1
 #define SROCE_DEFAULT_PKEY		0xffff
+/* SROCE_MAX_MSG_SIZE (2 GiB, the IBTA limit) comes from proto/sroce_range.h. */
 #define SROCE_PORT_MAX_MSG_SZ		SROCE_MAX_MSG_SIZE
 
 #endif /* SROCE_PARAM_H */

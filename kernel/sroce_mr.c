@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce memory regions: registration, key lookup, access checks, copies.
+ */
+
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <rdma/ib_umem.h>
+
+#include "sroce.h"
+#include "sroce_mr.h"
+#include "sroce_param.h"
+#include "proto/sroce_range.h"
+
+#define SROCE_MR_ACCESS_SUPPORTED (IB_ACCESS_LOCAL_WRITE | \
+				   IB_ACCESS_REMOTE_WRITE | \
+				   IB_ACCESS_REMOTE_READ | \
+				   IB_ACCESS_REMOTE_ATOMIC | \
+				   IB_ACCESS_RELAXED_ORDERING)
+
+static int sroce_mr_add(struct sroce_dev *sdev, struct sroce_mr *mr)
+{
+	u32 index;
+	u8 key;
+	int err;
+
+	refcount_set(&mr->ref, 1);
+	init_completion(&mr->released);
+	err = xa_alloc_cyclic(&sdev->mr_xa, &index, mr,
+			      XA_LIMIT(1, SROCE_MAX_MR), &sdev->mr_next, GFP_KERNEL);
+	if (err < 0)
+		return err == -EBUSY ? -ENOMEM : err;
+	key = (u8)atomic_inc_return(&sdev->mr_key);
+	mr->ibmr.lkey = index << 8 | key;
+	mr->ibmr.rkey = mr->ibmr.lkey;
+	return 0;
+}
+
+/**
+ * sroce_mr_get - look up an MR by lkey or rkey and take a reference
+ * @sdev: the device
+ * @key: the key from a WQE or a packet (untrusted)
+ *
+ * Return: the MR or NULL. Release with sroce_mr_put().
+ */
+struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, u32 key)
+{
+	struct sroce_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_xa, key >> 8);
+	if (mr && (mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->ref)))
+		mr = NULL;
+	rcu_read_unlock();
+	return mr;
+}
+
+void sroce_mr_put(struct sroce_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->ref))
+		complete(&mr->released);
+}
+
+/**
+ * sroce_mr_check - may @pd access [@va, @va + @len) of @mr with @access?
+ *
+ * Return: 0, -EACCES for a PD or permission mismatch, -ERANGE when the
+ * range is not inside the MR.
+ */
+int sroce_mr_check(struct sroce_mr *mr, struct ib_pd *pd, u64 va, u64 len,
+		   int access)
+{
+	if (mr->ibmr.pd != pd)
+		return -EACCES;
+	if ((mr->access & access) != access)
+		return -EACCES;
+	if (mr->type == SROCE_MR_DMA)
+		return 0;
+	if (!sroce_range_within(mr->iova, mr->length, va, len))
+		return -ERANGE;
+	return 0;
+}
+
+/**
+ * sroce_mr_copy - copy between a buffer and MR memory
+ * @mr: a checked MR (sroce_mr_check() passed for this range)
+ * @va: address in the MR's address space
+ * @buf: kernel buffer
+ * @len: bytes
+ * @dir: SROCE_TO_MR or SROCE_FROM_MR
+ */
+int sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u32 len,
+		  enum sroce_copy_dir dir)
+{
+	u64 pos;
+	u8 *p = buf;
+
+	if (!len)
+		return 0;
+	if (mr->type == SROCE_MR_DMA) {
+		void *addr = (void *)(uintptr_t)va;
+
+		if (dir == SROCE_TO_MR)
+			memcpy(addr, buf, len);
+		else
+			memcpy(buf, addr, len);
+		return 0;
+	}
+
+	pos = va - mr->iova + mr->first_offset;
+	while (len) {
+		u32 idx = pos >> PAGE_SHIFT;
+		u32 off = pos & ~PAGE_MASK;
+		u32 n = min_t(u32, len, PAGE_SIZE - off);
+		void *kaddr;
+
+		if (WARN_ON_ONCE(idx >= mr->npages))
+			return -EFAULT;
+		kaddr = kmap_local_page(mr->pages[idx]);
+		if (dir == SROCE_TO_MR)
+			memcpy(kaddr + off, p, n);
+		else
+			memcpy(p, kaddr + off, n);
+		kunmap_local(kaddr);
+		p += n;
+		pos += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Address of the naturally aligned u64 at @va for an atomic operation. The
+ * caller checked alignment, so the operand never straddles a page. For a
+ * user MR the page is returned in @pagep to be kunmap_local()ed.
+ */
+u64 *sroce_mr_atomic_ptr(struct sroce_mr *mr, u64 va, struct page **pagep)
+{
+	u64 pos;
+	u32 idx;
+
+	*pagep = NULL;
+	if (mr->type == SROCE_MR_DMA)
+		return (u64 *)(uintptr_t)va;
+	pos = va - mr->iova + mr->first_offset;
+	idx = pos >> PAGE_SHIFT;
+	if (WARN_ON_ONCE(idx >= mr->npages))
+		return NULL;
+	*pagep = mr->pages[idx];
+	return kmap_local_page(*pagep) + (pos & ~PAGE_MASK);
+}
+
+struct ib_mr *sroce_get_dma_mr(struct ib_pd *pd, int access)
+{
+	struct sroce_dev *sdev = to_sdev(pd->device);
+	struct sroce_mr *mr;
+	int err;
+
+	if (access & ~SROCE_MR_ACCESS_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->type = SROCE_MR_DMA;
+	mr->access = access | IB_ACCESS_LOCAL_WRITE;
+	mr->length = U64_MAX;
+	mr->ibmr.pd = pd;
+	err = sroce_mr_add(sdev, mr);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
+static int sroce_mr_collect_pages(struct sroce_mr *mr)
+{
+	struct sg_page_iter piter;
+	size_t n = ib_umem_num_pages(mr->umem);
+	u32 i = 0;
+
+	if (n > U32_MAX)
+		return -EINVAL;
+	mr->pages = kvmalloc_array(n, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages)
+		return -ENOMEM;
+	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &piter, 0) {
+		if (WARN_ON_ONCE(i >= n))
+			break;
+		mr->pages[i++] = sg_page_iter_page(&piter);
+	}
+	mr->npages = i;
+	return 0;
+}
+
+struct ib_mr *sroce_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(pd->device);
+	struct sroce_mr *mr;
+	int err;
+
+	if (access & ~SROCE_MR_ACCESS_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!length || length > SROCE_MAX_MR_SIZE)
+		return ERR_PTR(-EINVAL);
+	/* Same page offset, or the page arithmetic below would be wrong. */
+	if ((start ^ iova) & ~PAGE_MASK)
+		return ERR_PTR(-EINVAL);
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->umem = ib_umem_get(pd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		err = PTR_ERR(mr->umem);
+		goto err_free;
+	}
+	mr->type = SROCE_MR_USER;
+	mr->access = access;
+	mr->iova = iova;
+	mr->length = length;
+	mr->first_offset = ib_umem_offset(mr->umem);
+	mr->ibmr.pd = pd;
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	err = sroce_mr_collect_pages(mr);
+	if (err)
+		goto err_umem;
+	err = sroce_mr_add(sdev, mr);
+	if (err)
+		goto err_pages;
+	return &mr->ibmr;
+
+err_pages:
+	kvfree(mr->pages);
+err_umem:
+	ib_umem_release(mr->umem);
+err_free:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibmr->device);
+	struct sroce_mr *mr = to_smr(ibmr);
+
+	/* No new lookups, then wait for the data path to let go. */
+	xa_erase(&sdev->mr_xa, ibmr->lkey >> 8);
+	sroce_mr_put(mr);
+	wait_for_completion(&mr->released);
+
+	if (mr->umem) {
+		kvfree(mr->pages);
+		ib_umem_release(mr->umem);
+	}
+	kfree_rcu(mr, rcu);
+	return 0;
+}

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce rings: allocation, mapping into user space, release.
+ */
+
+#include <linux/log2.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "sroce.h"
+#include "sroce_queue.h"
+
+/* A ring never exceeds this many bytes (bounds every allocation). */
+#define SROCE_QUEUE_MAX_BYTES	(64U << 20)
+
+/**
+ * sroce_queue_init - allocate a ring of at least @min_slots slots
+ * @q: the ring
+ * @min_slots: entries the caller must be able to hold
+ * @slot_size: bytes per slot, rounded up to a power of two
+ *
+ * A ring of N slots holds N entries: indices are free running, so full and
+ * empty are told apart by their difference, not by a spare slot.
+ */
+int sroce_queue_init(struct sroce_queue *q, u32 min_slots, u32 slot_size)
+{
+	u64 bytes;
+
+	memset(q, 0, sizeof(*q));
+	if (!min_slots || !slot_size || min_slots > (1U << 24) ||
+	    slot_size > (1U << 16))
+		return -EINVAL;
+	q->num_slots = roundup_pow_of_two(min_slots);
+	q->slot_shift = order_base_2(slot_size);
+	bytes = SROCE_QUEUE_DATA_OFFSET +
+		((u64)q->num_slots << q->slot_shift);
+	if (bytes > SROCE_QUEUE_MAX_BYTES)
+		return -ENOMEM;
+	q->size = PAGE_ALIGN(bytes);
+	q->hdr = vmalloc_user(q->size);
+	if (!q->hdr)
+		return -ENOMEM;
+	q->slots = (u8 *)q->hdr + SROCE_QUEUE_DATA_OFFSET;
+	q->hdr->slot_shift = q->slot_shift;
+	q->hdr->num_slots = q->num_slots;
+	return 0;
+}
+
+/*
+ * Pages mapped into a process hold their own references
+ * (remap_vmalloc_range), so the ring memory can be freed while a mapping
+ * still exists; the process just keeps a detached copy.
+ */
+void sroce_queue_cleanup(struct sroce_queue *q)
+{
+	if (q->mentry)
+		rdma_user_mmap_entry_remove(&q->mentry->rdma);
+	q->mentry = NULL;
+	vfree(q->hdr);
+	q->hdr = NULL;
+}
+
+/**
+ * sroce_queue_map - make the ring mappable by @uctx's process
+ * @q: the ring
+ * @uctx: the user context
+ * @mi: filled with the mmap offset and size for the provider
+ */
+int sroce_queue_map(struct sroce_queue *q, struct ib_ucontext *uctx,
+		    struct sroce_mmap_info *mi)
+{
+	struct sroce_mmap_entry *e;
+	int err;
+
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return -ENOMEM;
+	e->addr = q->hdr;
+	err = rdma_user_mmap_entry_insert(uctx, &e->rdma, q->size);
+	if (err) {
+		kfree(e);
+		return err;
+	}
+	q->mentry = e;
+	mi->offset = rdma_user_mmap_get_offset(&e->rdma);
+	mi->size = q->size;
+	mi->reserved = 0;
+	return 0;
+}
+
+int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *re;
+	struct sroce_mmap_entry *e;
+	int err;
+
+	/* A private mapping would silently detach the process from the ring. */
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	re = rdma_user_mmap_entry_get(uctx, vma);
+	if (!re)
+		return -EINVAL;
+	e = container_of(re, struct sroce_mmap_entry, rdma);
+	err = remap_vmalloc_range(vma, e->addr, 0);
+	rdma_user_mmap_entry_put(re);
+	return err;
+}
+
+void sroce_mmap_free(struct rdma_user_mmap_entry *re)
+{
+	kfree(container_of(re, struct sroce_mmap_entry, rdma));
+}

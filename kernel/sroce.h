@@ -49,6 +49,8 @@ struct sroce_dev {
 	u32 mr_next;
 	atomic_t mr_key;
 
+	struct sroce_stats __percpu *stats;
+
 	/* QPs by number, looked up under RCU by the receive path. */
 	struct xarray qp_xa;
 	u32 qp_next;

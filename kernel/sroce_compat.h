@@ -27,17 +27,18 @@
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
 #include <rdma/uverbs_ioctl.h>
-#define SROCE_CREATE_CQ_UDATA_ARG	struct uverbs_attr_bundle *attrs
-#define SROCE_CREATE_CQ_UDATA_VAL	attrs
+#define sroce_create_cq_arg		uverbs_attr_bundle
 static inline struct ib_udata *
 sroce_create_cq_udata(struct uverbs_attr_bundle *attrs)
 {
 	return attrs ? &attrs->driver_udata : NULL;
 }
 #else
-#define SROCE_CREATE_CQ_UDATA_ARG	struct ib_udata *udata
-#define sroce_create_cq_udata(udata)	(udata)
-#define SROCE_CREATE_CQ_UDATA_VAL	udata
+#define sroce_create_cq_arg		ib_udata
+static inline struct ib_udata *sroce_create_cq_udata(struct ib_udata *udata)
+{
+	return udata;
+}
 #endif
 
 #endif /* SROCE_COMPAT_H */

@@ -19,9 +19,9 @@ static int sroce_cq_ring_init(struct sroce_queue *q, int cqe)
 }
 
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    SROCE_CREATE_CQ_UDATA_ARG)
+		    struct sroce_create_cq_arg *arg)
 {
-	struct ib_udata *ud = sroce_create_cq_udata(SROCE_CREATE_CQ_UDATA_VAL);
+	struct ib_udata *ud = sroce_create_cq_udata(arg);
 	struct sroce_dev *sdev = to_sdev(ibcq->device);
 	struct sroce_cq *cq = to_scq(ibcq);
 	struct sroce_create_cq_resp resp = {};

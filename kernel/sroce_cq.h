@@ -33,7 +33,7 @@ int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 		  struct ib_qp *qp, bool solicited);
 
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    SROCE_CREATE_CQ_UDATA_ARG);
+		    struct sroce_create_cq_arg *arg);
 int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int sroce_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);

@@ -17,6 +17,8 @@
 #include "sroce_cq.h"
 #include "sroce_mr.h"
 #include "sroce_param.h"
+#include "sroce_qp.h"
+#include "sroce_stats.h"
 
 static void sroce_init_attr(struct sroce_dev *sdev)
 {
@@ -276,8 +278,10 @@ static void sroce_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON(atomic_read(&sdev->num_pd));
 	WARN_ON(atomic_read(&sdev->num_cq));
 	WARN_ON(!xa_empty(&sdev->mr_xa));
+	WARN_ON(atomic_read(&sdev->num_qp));
 	xa_destroy(&sdev->mr_xa);
 	xa_destroy(&sdev->qp_xa);
+	sroce_stats_free(sdev);
 }
 
 static const struct ib_device_ops sroce_dev_ops = {
@@ -285,15 +289,19 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.driver_id = (enum rdma_driver_id)SROCE_DRIVER_ID,
 	.uverbs_abi_ver = SROCE_UVERBS_ABI_VERSION,
 
+	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
 	.alloc_pd = sroce_alloc_pd,
 	.create_cq = sroce_create_cq,
+	.create_qp = sroce_create_qp,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
 	.dereg_mr = sroce_dereg_mr,
 	.destroy_cq = sroce_destroy_cq,
+	.destroy_qp = sroce_destroy_qp,
 	.get_dma_mr = sroce_get_dma_mr,
+	.get_hw_stats = sroce_get_hw_stats,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
 	.get_link_layer = sroce_get_link_layer,
 	.get_netdev = sroce_get_netdev,
@@ -301,16 +309,25 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.mmap = sroce_mmap,
 	.mmap_free = sroce_mmap_free,
 	.modify_port = sroce_modify_port,
+	.modify_qp = sroce_modify_qp,
 	.poll_cq = sroce_poll_cq,
+	/*
+	 * .post_recv (kernel consumers) is left unset until the GSI QP
+	 * exists: with every mandatory op present the device becomes a
+	 * kernel-verbs provider and ib_mad would create QP1 on it.
+	 */
+	.post_send = sroce_post_send,
 	.query_device = sroce_query_device,
 	.query_pkey = sroce_query_pkey,
 	.query_port = sroce_query_port,
+	.query_qp = sroce_query_qp,
 	.reg_user_mr = sroce_reg_user_mr,
 	.req_notify_cq = sroce_req_notify_cq,
 	.resize_cq = sroce_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
 };
 
@@ -368,9 +385,13 @@ int sroce_dev_add(const char *ibdev_name, struct net_device *ndev)
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
 
+	err = sroce_stats_init(sdev);
+	if (err)
+		goto err_put_ndev;
 	sdev->sn = sroce_net_get(sdev->net);
 	if (IS_ERR(sdev->sn)) {
 		err = PTR_ERR(sdev->sn);
+		sroce_stats_free(sdev);
 		goto err_put_ndev;
 	}
 

@@ -14,6 +14,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "sroce.h"
+#include "sroce_transport.h"
 
 /* Serialises the existence checks in newlink with the registration. */
 static DEFINE_MUTEX(sroce_link_lock);
@@ -76,9 +77,15 @@ static int __init sroce_init(void)
 {
 	int err;
 
+	/* Requester and READ-response work: unbound, may run long. */
+	sroce_wq = alloc_workqueue("sroce", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!sroce_wq)
+		return -ENOMEM;
 	err = sroce_net_init();
-	if (err)
+	if (err) {
+		destroy_workqueue(sroce_wq);
 		return err;
+	}
 	rdma_link_register(&sroce_link_ops);
 	pr_info("sroce: loaded (uverbs ABI %u)\n", SROCE_UVERBS_ABI_VERSION);
 	return 0;
@@ -90,6 +97,7 @@ static void __exit sroce_exit(void)
 	rdma_link_unregister(&sroce_link_ops);
 	ib_unregister_driver((enum rdma_driver_id)SROCE_DRIVER_ID);
 	sroce_net_exit();
+	destroy_workqueue(sroce_wq);
 	pr_info("sroce: unloaded\n");
 }
 

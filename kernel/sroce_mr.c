@@ -62,7 +62,7 @@ void sroce_mr_put(struct sroce_mr *mr)
 		complete(&mr->released);
 }
 
-/**
+/*
  * sroce_mr_check - may @pd access [@va, @va + @len) of @mr with @access?
  *
  * Return: 0, -EACCES for a PD or permission mismatch, -ERANGE when the

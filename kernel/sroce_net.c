@@ -18,6 +18,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "sroce.h"
+#include "sroce_transport.h"
 
 struct sroce_net {
 	struct mutex lock;		/* protects users and the sockets */
@@ -28,20 +29,6 @@ struct sroce_net {
 
 static unsigned int sroce_net_id __read_mostly;
 static DECLARE_WAIT_QUEUE_HEAD(sroce_net_users_wq);
-
-/*
- * Receive hook for UDP port 4791. Runs in softirq. Packets are consumed
- * (return 0) so they never reach a user socket.
- *
- * The transport (issue "RC data path") hooks its dispatch in here; until a
- * device in this namespace has a QP that can take a packet there is nothing
- * that may accept it, so it is dropped.
- */
-static int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
-{
-	kfree_skb(skb);
-	return 0;
-}
 
 static struct socket *sroce_sock_open(struct net *net, bool ipv6)
 {

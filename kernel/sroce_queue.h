@@ -59,6 +59,7 @@ static inline u32 sroce_queue_slot_size(const struct sroce_queue *q)
  */
 static inline int sroce_queue_count_produced(struct sroce_queue *q)
 {
+	/* Acquire: the entries are read only after the index. */
 	u32 prod = smp_load_acquire(&q->hdr->producer);
 	u32 n = prod - q->kidx;
 
@@ -70,6 +71,7 @@ static inline int sroce_queue_count_produced(struct sroce_queue *q)
 /* Publish the kernel's consumer index (after the entries were copied). */
 static inline void sroce_queue_publish_consumer(struct sroce_queue *q)
 {
+	/* Release: our reads of the slots happen before the producer reuses them. */
 	smp_store_release(&q->hdr->consumer, q->kidx);
 }
 
@@ -79,6 +81,7 @@ static inline void sroce_queue_publish_consumer(struct sroce_queue *q)
  */
 static inline int sroce_queue_count_free(struct sroce_queue *q)
 {
+	/* Acquire: the consumer is done with the slots before we reuse them. */
 	u32 cons = smp_load_acquire(&q->hdr->consumer);
 	u32 used = q->kidx - cons;
 
@@ -89,6 +92,7 @@ static inline int sroce_queue_count_free(struct sroce_queue *q)
 
 static inline void sroce_queue_publish_producer(struct sroce_queue *q)
 {
+	/* Release: the entries are visible before the index that covers them. */
 	smp_store_release(&q->hdr->producer, q->kidx);
 }
 

@@ -10,7 +10,7 @@
 #define SROCE_PROTO_H
 
 #ifdef SROCE_PROTO_HOST
-/* Host builds supply u8..u64 from user/tests/proto/sroce_host_types.h. */
+/* Host builds supply u8..u64 and bool from test/sroce_host_types.h. */
 #include "sroce_host_types.h"
 #else
 #include <linux/types.h>

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * 24-bit sequence arithmetic for PSNs and MSNs. Comparisons are modular with
+ * a +-2^23 window, like rxe's psn_compare(): the shift puts bit 23 in the
+ * sign bit, so "a is after b" survives the wrap from 0xffffff to 0.
+ * The shifts are done unsigned; only the result is converted to s32, which
+ * avoids undefined signed left shifts in host builds.
+ */
+#ifndef SROCE_PSN_H
+#define SROCE_PSN_H
+
+#include "sroce_proto.h"
+
+#define SROCE_PSN_MASK		0xffffffu
+#define SROCE_PSN_WINDOW	0x800000u	/* 2^23 */
+
+static inline u32 sroce_psn_mask(u32 psn)
+{
+	return psn & SROCE_PSN_MASK;
+}
+
+static inline u32 sroce_psn_add(u32 psn, u32 n)
+{
+	return (psn + n) & SROCE_PSN_MASK;
+}
+
+static inline u32 sroce_psn_sub(u32 psn, u32 n)
+{
+	return (psn - n) & SROCE_PSN_MASK;
+}
+
+/* a - b as a signed distance in [-2^23, 2^23). */
+static inline s32 sroce_psn_diff(u32 a, u32 b)
+{
+	u32 d = ((a - b) & SROCE_PSN_MASK) << 8;
+
+	return (s32)d / 256;
+}
+
+/* < 0, 0, > 0 as a is before, equal to, after b. */
+static inline int sroce_psn_cmp(u32 a, u32 b)
+{
+	s32 d = sroce_psn_diff(a, b);
+
+	return (d > 0) - (d < 0);
+}
+
+static inline bool sroce_psn_before(u32 a, u32 b)
+{
+	return sroce_psn_diff(a, b) < 0;
+}
+
+static inline bool sroce_psn_after(u32 a, u32 b)
+{
+	return sroce_psn_diff(a, b) > 0;
+}
+
+/* True if psn lies in the @n PSNs starting at @start (n <= 2^24). */
+static inline bool sroce_psn_in_window(u32 psn, u32 start, u32 n)
+{
+	return ((psn - start) & SROCE_PSN_MASK) < n;
+}
+
+/* MSNs (AETH) are 24-bit counters with the same arithmetic. */
+static inline u32 sroce_msn_inc(u32 msn)
+{
+	return sroce_psn_add(msn, 1);
+}
+
+#endif /* SROCE_PSN_H */

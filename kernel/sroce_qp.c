@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce queue pairs: creation, the state machine, attributes, teardown,
+ * error flushing, and the kernel-verbs post paths.
+ */
+
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <net/addrconf.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "sroce.h"
+#include "sroce_cq.h"
+#include "sroce_param.h"
+#include "sroce_qp.h"
+#include "sroce_transport.h"
+#include "proto/sroce_udp.h"
+
+/* First QPN handed out; 0 and 1 are the special QPs of the IBTA. */
+#define SROCE_QPN_MIN	16
+#define SROCE_QPN_MAX	0xffffff
+
+struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn)
+{
+	struct sroce_qp *qp;
+
+	rcu_read_lock();
+	qp = xa_load(&sdev->qp_xa, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->ref))
+		qp = NULL;
+	rcu_read_unlock();
+	return qp;
+}
+
+void sroce_qp_put(struct sroce_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->released);
+}
+
+static u32 sroce_sq_slot_size(u32 max_sge, u32 max_inline)
+{
+	return SROCE_SEND_WQE_HDR_SIZE +
+	       max_t(u32, max_sge * sizeof(struct sroce_sge), max_inline);
+}
+
+static u32 sroce_rq_slot_size(u32 max_sge)
+{
+	return sizeof(struct sroce_recv_wqe) +
+	       max_sge * sizeof(struct sroce_sge);
+}
+
+static int sroce_qp_check_cap(struct ib_qp_init_attr *init)
+{
+	struct ib_qp_cap *cap = &init->cap;
+
+	if (cap->max_send_wr > SROCE_MAX_QP_WR ||
+	    cap->max_recv_wr > SROCE_MAX_QP_WR ||
+	    cap->max_send_sge > SROCE_MAX_SGE ||
+	    cap->max_recv_sge > SROCE_MAX_SGE ||
+	    cap->max_inline_data > SROCE_MAX_INLINE_DATA)
+		return -EINVAL;
+	if (init->qp_type != IB_QPT_RC)
+		return -EOPNOTSUPP;
+	if (init->srq)
+		return -EOPNOTSUPP;
+	if (init->create_flags)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibqp->device);
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_create_qp_resp resp = {};
+	struct ib_qp_cap *cap = &init->cap;
+	u32 qpn;
+	int err;
+
+	err = sroce_qp_check_cap(init);
+	if (err)
+		return err;
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+	if (atomic_inc_return(&sdev->num_qp) > SROCE_MAX_QP) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+
+	qp->sdev = sdev;
+	qp->is_user = !!udata;
+	refcount_set(&qp->ref, 1);
+	init_completion(&qp->released);
+	spin_lock_init(&qp->state_lock);
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->post_lock);
+	spin_lock_init(&qp->resp_lock);
+	spin_lock_init(&qp->rq_post_lock);
+	qp->state = IB_QPS_RESET;
+	qp->scq = to_scq(init->send_cq);
+	qp->rcq = to_scq(init->recv_cq);
+	qp->max_send_sge = max_t(u32, cap->max_send_sge, 1);
+	qp->max_recv_sge = max_t(u32, cap->max_recv_sge, 1);
+	qp->max_inline = cap->max_inline_data;
+	qp->mtu = 256;
+	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	sroce_transport_init_qp(qp);
+	err = dst_cache_init(&qp->av.dst, GFP_KERNEL);
+	if (err)
+		goto err_count;
+
+	err = sroce_queue_init(&qp->sq, max_t(u32, cap->max_send_wr, 1),
+			       sroce_sq_slot_size(qp->max_send_sge,
+						  qp->max_inline));
+	if (err)
+		goto err_sq;
+	qp->sq_shadow = vmalloc(qp->sq.num_slots << qp->sq.slot_shift);
+	qp->wst = kvcalloc(qp->sq.num_slots, sizeof(*qp->wst), GFP_KERNEL);
+	if (!qp->sq_shadow || !qp->wst) {
+		err = -ENOMEM;
+		goto err_sq;
+	}
+	err = sroce_queue_init(&qp->rq, max_t(u32, cap->max_recv_wr, 1),
+			       sroce_rq_slot_size(qp->max_recv_sge));
+	if (err)
+		goto err_sq;
+	qp->resp.rwqe = kmalloc(sroce_queue_slot_size(&qp->rq), GFP_KERNEL);
+	if (!qp->resp.rwqe) {
+		err = -ENOMEM;
+		goto err_rq;
+	}
+
+	/* What the queues really hold goes back to the caller. */
+	cap->max_send_wr = qp->sq.num_slots;
+	cap->max_recv_wr = qp->rq.num_slots;
+	cap->max_send_sge = qp->max_send_sge;
+	cap->max_recv_sge = qp->max_recv_sge;
+	cap->max_inline_data = sroce_queue_slot_size(&qp->sq) -
+			       SROCE_SEND_WQE_HDR_SIZE;
+	qp->max_inline = cap->max_inline_data;
+
+	if (udata) {
+		err = sroce_queue_map(&qp->sq, sroce_uctx(udata), &resp.sq_mi);
+		if (!err)
+			err = sroce_queue_map(&qp->rq, sroce_uctx(udata),
+					      &resp.rq_mi);
+		if (err)
+			goto err_rwqe;
+	}
+
+	err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
+			      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MAX),
+			      &sdev->qp_next, GFP_KERNEL);
+	if (err < 0)
+		goto err_rwqe;
+	ibqp->qp_num = qpn;
+
+	if (udata) {
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_xa;
+	}
+	/* Visible to the receive path only once fully set up. */
+	xa_store(&sdev->qp_xa, qpn, qp, GFP_KERNEL);
+	return 0;
+
+err_xa:
+	xa_erase(&sdev->qp_xa, qpn);
+err_rwqe:
+	kfree(qp->resp.rwqe);
+err_rq:
+	sroce_queue_cleanup(&qp->rq);
+err_sq:
+	kvfree(qp->wst);
+	vfree(qp->sq_shadow);
+	sroce_queue_cleanup(&qp->sq);
+	dst_cache_destroy(&qp->av.dst);
+err_count:
+	atomic_dec(&sdev->num_qp);
+	return err;
+}
+
+/* Resolve the AH attributes given at RTR into IP addresses and ports. */
+static int sroce_qp_set_av(struct sroce_qp *qp, struct rdma_ah_attr *ah)
+{
+	const struct ib_global_route *grh;
+	const struct ib_gid_attr *sgid_attr;
+	struct sroce_av *av = &qp->av;
+	union {
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} sa;
+	int ntype;
+
+	if (!(rdma_ah_get_ah_flags(ah) & IB_AH_GRH))
+		return -EINVAL;
+	grh = rdma_ah_read_grh(ah);
+	sgid_attr = grh->sgid_attr;
+	if (!sgid_attr || sgid_attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EINVAL;
+
+	ntype = rdma_gid_attr_network_type(sgid_attr);
+	av->ipv6 = ntype == RDMA_NETWORK_IPV6;
+	rdma_gid2ip((struct sockaddr *)&sa, &sgid_attr->gid);
+	if (av->ipv6) {
+		if (sa.in6.sin6_family != AF_INET6)
+			return -EINVAL;
+		av->saddr.v6 = sa.in6.sin6_addr;
+	} else {
+		if (sa.in.sin_family != AF_INET)
+			return -EINVAL;
+		av->saddr.v4 = sa.in.sin_addr.s_addr;
+	}
+	rdma_gid2ip((struct sockaddr *)&sa, &grh->dgid);
+	if (av->ipv6) {
+		if (sa.in6.sin6_family != AF_INET6)
+			return -EINVAL;
+		av->daddr.v6 = sa.in6.sin6_addr;
+	} else {
+		if (sa.in.sin_family != AF_INET)
+			return -EINVAL;
+		av->daddr.v4 = sa.in.sin_addr.s_addr;
+	}
+	av->tos = grh->traffic_class;
+	av->ttl = grh->hop_limit ? grh->hop_limit : 64;
+	av->flow_label = grh->flow_label & 0xfffff;
+	dst_cache_reset(&av->dst);
+	return 0;
+}
+
+static void sroce_qp_set_sport(struct sroce_qp *qp)
+{
+	qp->av.sport = sroce_udp_sport_for_qp(qp->av.flow_label,
+					      qp->ibqp.qp_num,
+					      qp->attr.dest_qp_num);
+}
+
+static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
+			       int mask)
+{
+	if ((mask & IB_QP_PORT) && attr->port_num != 1)
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > SROCE_MAX_QP_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > SROCE_MAX_QP_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if (mask & IB_QP_CAP)
+		return -EOPNOTSUPP;
+	if (mask & IB_QP_ALT_PATH)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	enum ib_qp_state cur, next;
+	int err;
+
+	if (udata && udata->inlen)
+		return -EOPNOTSUPP;
+
+	spin_lock_bh(&qp->state_lock);
+	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	spin_unlock_bh(&qp->state_lock);
+
+	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask))
+		return -EINVAL;
+	err = sroce_qp_check_attr(qp, attr, mask);
+	if (err)
+		return err;
+
+	if (mask & IB_QP_AV) {
+		err = sroce_qp_set_av(qp, &attr->ah_attr);
+		if (err)
+			return err;
+		qp->attr.ah_attr = attr->ah_attr;
+	}
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
+		err = sroce_resp_set_res(qp, attr->max_dest_rd_atomic);
+		if (err)
+			return err;
+		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	}
+
+	spin_lock_bh(&qp->sq_lock);
+	spin_lock(&qp->resp_lock);
+	if (mask & IB_QP_ACCESS_FLAGS)
+		qp->attr.qp_access_flags = attr->qp_access_flags;
+	if (mask & IB_QP_PKEY_INDEX)
+		qp->attr.pkey_index = attr->pkey_index;
+	if (mask & IB_QP_PORT)
+		qp->attr.port_num = attr->port_num;
+	if (mask & IB_QP_PATH_MTU) {
+		qp->attr.path_mtu = attr->path_mtu;
+		qp->mtu = ib_mtu_enum_to_int(attr->path_mtu);
+	}
+	if (mask & IB_QP_TIMEOUT)
+		qp->attr.timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT) {
+		qp->attr.retry_cnt = attr->retry_cnt;
+		qp->comp.retry_cnt = attr->retry_cnt;
+	}
+	if (mask & IB_QP_RNR_RETRY) {
+		qp->attr.rnr_retry = attr->rnr_retry;
+		qp->comp.rnr_retry = attr->rnr_retry;
+	}
+	if (mask & IB_QP_RQ_PSN) {
+		qp->attr.rq_psn = attr->rq_psn & 0xffffff;
+		qp->resp.epsn = qp->attr.rq_psn;
+	}
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		qp->attr.min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_SQ_PSN) {
+		qp->attr.sq_psn = attr->sq_psn & 0xffffff;
+		qp->req.psn = qp->attr.sq_psn;
+		qp->comp.psn = qp->attr.sq_psn;
+	}
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		qp->attr.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_DEST_QPN)
+		qp->attr.dest_qp_num = attr->dest_qp_num & 0xffffff;
+	if (mask & IB_QP_QKEY)
+		qp->attr.qkey = attr->qkey;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & (IB_QP_AV | IB_QP_DEST_QPN))
+		sroce_qp_set_sport(qp);
+	if (next == IB_QPS_RESET && cur != IB_QPS_RESET)
+		sroce_transport_reset(qp);
+	spin_unlock(&qp->resp_lock);
+	spin_unlock_bh(&qp->sq_lock);
+
+	if (mask & IB_QP_STATE) {
+		spin_lock_bh(&qp->state_lock);
+		qp->state = next;
+		qp->attr.qp_state = next;
+		spin_unlock_bh(&qp->state_lock);
+		if (next == IB_QPS_ERR)
+			sroce_qp_flush(qp);
+		else if (next == IB_QPS_RTS)
+			sroce_req_kick(qp, false);
+	}
+	return 0;
+}
+
+int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+
+	spin_lock_bh(&qp->state_lock);
+	*attr = qp->attr;
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	spin_unlock_bh(&qp->state_lock);
+
+	attr->cap.max_send_wr = qp->sq.num_slots;
+	attr->cap.max_recv_wr = qp->rq.num_slots;
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_recv_sge = qp->max_recv_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+	attr->sq_draining = 0;
+
+	memset(init, 0, sizeof(*init));
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->qp_type = ibqp->qp_type;
+	init->cap = attr->cap;
+	init->sq_sig_type = IB_SIGNAL_REQ_WR;
+	return 0;
+}
+
+/* Move the QP to the error state from the data path (e.g. a fatal NAK). */
+void sroce_qp_error(struct sroce_qp *qp)
+{
+	bool changed = false;
+
+	spin_lock_bh(&qp->state_lock);
+	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET) {
+		qp->state = IB_QPS_ERR;
+		qp->attr.qp_state = IB_QPS_ERR;
+		changed = true;
+	}
+	spin_unlock_bh(&qp->state_lock);
+	if (changed)
+		sroce_qp_flush(qp);
+}
+
+int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_dev *sdev = qp->sdev;
+
+	/* Stop new packets from finding it, then everything that runs it. */
+	set_bit(SROCE_QPF_DYING, &qp->flags);
+	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+	sroce_transport_stop(qp);
+	sroce_qp_put(qp);
+	wait_for_completion(&qp->released);
+
+	dst_cache_destroy(&qp->av.dst);
+	kfree(qp->resp.res);
+	kfree(qp->resp.rwqe);
+	sroce_queue_cleanup(&qp->rq);
+	kvfree(qp->wst);
+	vfree(qp->sq_shadow);
+	sroce_queue_cleanup(&qp->sq);
+	atomic_dec(&sdev->num_qp);
+	return 0;
+}
+
+/* Kernel verbs: write one send WR into the (unmapped) SQ ring. */
+static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
+{
+	struct sroce_send_wqe *w;
+	u32 prod = qp->sq.hdr->producer;
+	u32 i, len = 0;
+
+	if (prod - READ_ONCE(qp->sq.hdr->consumer) >= qp->sq.num_slots)
+		return -ENOMEM;
+	if (wr->num_sge > qp->max_send_sge)
+		return -EINVAL;
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_RDMA_READ:
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		break;
+	default:
+		return -EINVAL;
+	}
+
+	w = sroce_queue_slot(&qp->sq, prod);
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->flags = wr->send_flags & (SROCE_SEND_FENCE | SROCE_SEND_SIGNALED |
+				     SROCE_SEND_SOLICITED | SROCE_SEND_INLINE);
+	if (wr->opcode == IB_WR_SEND_WITH_INV)
+		w->imm_or_inv = wr->ex.invalidate_rkey;
+	else
+		w->imm_or_inv = (__force u32)wr->ex.imm_data;
+	if (wr->opcode == IB_WR_RDMA_WRITE ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
+	    wr->opcode == IB_WR_RDMA_READ) {
+		w->remote_addr = rdma_wr(wr)->remote_addr;
+		w->rkey = rdma_wr(wr)->rkey;
+	} else if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+		   wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
+		w->remote_addr = atomic_wr(wr)->remote_addr;
+		w->rkey = atomic_wr(wr)->rkey;
+		w->compare_add = atomic_wr(wr)->compare_add;
+		w->swap = atomic_wr(wr)->swap;
+	}
+
+	if (wr->send_flags & IB_SEND_INLINE) {
+		u8 *dst = (u8 *)w + SROCE_SEND_WQE_HDR_SIZE;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			if (len + wr->sg_list[i].length > qp->max_inline)
+				return -EINVAL;
+			memcpy(dst + len,
+			       (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		w->inline_len = len;
+	} else {
+		struct sroce_sge *sge = (void *)((u8 *)w +
+						 SROCE_SEND_WQE_HDR_SIZE);
+
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		w->num_sge = wr->num_sge;
+	}
+	/* Publish the WQE before the requester can see the index. */
+	smp_store_release(&qp->sq.hdr->producer, prod + 1);
+	return 0;
+}
+
+int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	unsigned long flags;
+	int err = 0;
+
+	/* A user QP's doorbell: the WQEs are already in the mapped ring. */
+	if (qp->is_user) {
+		if (wr)
+			return -EINVAL;
+		sroce_req_kick(qp, true);
+		return 0;
+	}
+	if (READ_ONCE(qp->state) < IB_QPS_RTS &&
+	    READ_ONCE(qp->state) != IB_QPS_ERR) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+
+	spin_lock_irqsave(&qp->post_lock, flags);
+	for (; wr; wr = wr->next) {
+		err = sroce_post_one_send(qp, wr);
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	spin_unlock_irqrestore(&qp->post_lock, flags);
+	sroce_req_kick(qp, false);
+	return err;
+}
+
+int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	unsigned long flags;
+	int err = 0;
+
+	if (qp->is_user)
+		return -EOPNOTSUPP;
+
+	spin_lock_irqsave(&qp->rq_post_lock, flags);
+	for (; wr; wr = wr->next) {
+		u32 prod = qp->rq.hdr->producer;
+		struct sroce_recv_wqe *w;
+		struct sroce_sge *sge;
+		u32 i;
+
+		if (prod - READ_ONCE(qp->rq.hdr->consumer) >=
+		    qp->rq.num_slots) {
+			err = -ENOMEM;
+		} else if (wr->num_sge > qp->max_recv_sge) {
+			err = -EINVAL;
+		}
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		w = sroce_queue_slot(&qp->rq, prod);
+		w->wr_id = wr->wr_id;
+		w->num_sge = wr->num_sge;
+		w->reserved = 0;
+		sge = (void *)(w + 1);
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		/* Publish the WQE before the responder can see the index. */
+		smp_store_release(&qp->rq.hdr->producer, prod + 1);
+	}
+	spin_unlock_irqrestore(&qp->rq_post_lock, flags);
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		sroce_qp_flush(qp);
+	return err;
+}

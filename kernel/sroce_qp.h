@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Queue pairs.
+ *
+ * Contexts and locks
+ * ------------------
+ * - The requester (SQ -> packets) runs in process context only: inline from
+ *   the post_send doorbell, or from qp->req_work. SROCE_QPF_REQ_RUNNING makes
+ *   it single-threaded per QP; it alone fetches WQEs from the SQ ring into the
+ *   kernel shadow, so a shadow WQE never changes under it.
+ * - The completer (ACK/NAK/read response/atomic ACK handling) runs in softirq
+ *   from the receive path and from the retransmit timer.
+ * - @sq_lock (BH) protects what both share: the send state (req.*, comp.*)
+ *   and the per-WQE status array. Packets are built outside it.
+ * - The responder runs in softirq from the receive path; @resp_lock (BH)
+ *   protects resp.*. READ responses are streamed by qp->resp_work.
+ * - @state_lock (BH) protects state transitions; the data path reads
+ *   qp->state with READ_ONCE and rechecks under its own lock.
+ *
+ * Lifetime: the QP is in the device's qp_xa while it can receive; the
+ * receive path takes @ref under RCU. destroy removes it from qp_xa, stops
+ * the timers and works, then waits for @ref to drain.
+ */
+#ifndef SROCE_QP_H
+#define SROCE_QP_H
+
+#include <linux/refcount.h>
+#include <linux/timer.h>
+#include <linux/workqueue.h>
+#include <net/dst_cache.h>
+#include <rdma/ib_verbs.h>
+
+#include "sroce_queue.h"
+
+struct sroce_dev;
+struct sroce_cq;
+struct sroce_mr;
+
+/* Resolved path to the peer (from the AH attributes at RTR). */
+struct sroce_av {
+	bool ipv6;
+	union {
+		__be32 v4;
+		struct in6_addr v6;
+	} saddr, daddr;
+	u8 tos;			/* traffic class; ECN bits are ours */
+	u8 ttl;			/* hop limit */
+	u32 flow_label;
+	u16 sport;		/* UDP source port, host order */
+	struct dst_cache dst;	/* per-QP route cache */
+};
+
+/* Send WQE state, parallel to the shadow ring. */
+enum sroce_wqe_state {
+	SROCE_WQE_POSTED,	/* fetched, not fully sent */
+	SROCE_WQE_SENT,		/* every packet sent, waiting for the ACK/data */
+	SROCE_WQE_DONE,		/* completed (success or error) */
+};
+
+struct sroce_wqe_st {
+	u32 first_psn;
+	u32 last_psn;
+	u32 resid;		/* READ: bytes still to arrive */
+	u8 state;
+	u8 status;		/* enum ib_wc_status when DONE */
+	u8 fenced;
+};
+
+/* Responder resource for READ and atomics (replayed on duplicates). */
+struct sroce_rd_res {
+	u8 kind;		/* 0 free, 1 read, 2 atomic */
+	u32 first_psn;
+	u32 last_psn;
+	u32 next_psn;		/* READ: next response PSN to send */
+	u64 va;
+	u32 rkey;
+	u32 len;
+	u32 sent;		/* READ: bytes sent */
+	u64 atomic_orig;	/* atomic: the result to replay */
+};
+
+enum sroce_qp_flags {
+	SROCE_QPF_REQ_RUNNING,
+	SROCE_QPF_REQ_AGAIN,
+	SROCE_QPF_DYING,
+};
+
+struct sroce_qp {
+	struct ib_qp ibqp;
+	struct sroce_dev *sdev;
+	refcount_t ref;
+	struct completion released;
+	unsigned long flags;
+	bool is_user;
+
+	spinlock_t state_lock;		/* state transitions */
+	enum ib_qp_state state;
+	struct ib_qp_attr attr;		/* last applied attributes */
+	u32 mtu;			/* path MTU in bytes */
+	struct sroce_av av;
+
+	struct sroce_cq *scq;
+	struct sroce_cq *rcq;
+
+	/* send side */
+	spinlock_t sq_lock;
+	struct sroce_queue sq;		/* the ring (mapped for user QPs) */
+	u8 *sq_shadow;			/* kernel copies of fetched WQEs */
+	struct sroce_wqe_st *wst;
+	u32 max_send_sge;
+	u32 max_inline;
+	bool sq_sig_all;		/* IB_SIGNAL_ALL_WR */
+	spinlock_t post_lock;		/* kernel post_send producers */
+	struct work_struct req_work;
+	struct {
+		u32 fetched;		/* WQEs copied from the ring */
+		u32 cur;		/* WQE being transmitted */
+		u32 offset;		/* bytes of cur already sent */
+		u32 psn;		/* next PSN to send */
+		u32 rd_atomic;		/* READ/atomic WQEs outstanding */
+	} req;
+	struct {
+		u32 idx;		/* oldest WQE not completed */
+		u32 psn;		/* oldest PSN not acknowledged */
+		u8 retry_cnt;
+		u8 rnr_retry;
+		bool rnr_wait;
+		struct timer_list retrans_timer;
+		struct timer_list rnr_timer;
+	} comp;
+
+	/* receive side */
+	spinlock_t resp_lock;
+	struct sroce_queue rq;
+	u32 max_recv_sge;
+	spinlock_t rq_post_lock;	/* kernel post_recv producers */
+	struct work_struct resp_work;
+	struct {
+		u32 epsn;		/* expected PSN */
+		u32 msn;
+		bool nak_sent;		/* one PSN-sequence NAK per gap */
+		bool in_send;		/* inside a multi-packet SEND */
+		bool in_write;		/* inside a multi-packet WRITE */
+		u8 *rwqe;		/* current receive WQE copy */
+		u32 rwqe_offset;	/* bytes of the SEND placed so far */
+		u64 write_va;
+		u32 write_rkey;
+		u32 write_resid;
+		struct sroce_rd_res *res;
+		u32 nres;		/* max_dest_rd_atomic slots */
+		u32 res_head;		/* next slot to use */
+	} resp;
+};
+
+static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct sroce_qp, ibqp);
+}
+
+static inline void *sroce_sq_shadow(struct sroce_qp *qp, u32 idx)
+{
+	return qp->sq_shadow +
+	       ((size_t)(idx & (qp->sq.num_slots - 1)) << qp->sq.slot_shift);
+}
+
+static inline struct sroce_wqe_st *sroce_wst(struct sroce_qp *qp, u32 idx)
+{
+	return &qp->wst[idx & (qp->sq.num_slots - 1)];
+}
+
+struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
+void sroce_qp_put(struct sroce_qp *qp);
+void sroce_qp_error(struct sroce_qp *qp);
+
+int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata);
+int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata);
+int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init);
+int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
+
+#endif /* SROCE_QP_H */

@@ -1,0 +1,933 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce RC send side: the requester turns send WQEs into packets, the
+ * completer turns ACKs, NAKs and responses into completions, and the
+ * timers recover from loss (go-back-N from the oldest unacknowledged PSN).
+ */
+
+#include <linux/highmem.h>
+#include <linux/jiffies.h>
+#include <linux/sched.h>
+
+#include "sroce.h"
+#include "sroce_cq.h"
+#include "sroce_mr.h"
+#include "sroce_param.h"
+#include "sroce_qp.h"
+#include "sroce_stats.h"
+#include "sroce_transport.h"
+#include "proto/sroce_aeth.h"
+#include "proto/sroce_psn.h"
+
+/* PSNs in flight before the requester waits for ACKs. */
+#define SROCE_MAX_INFLIGHT_PSNS	512
+/* Ask for an ACK at least this often inside long messages. */
+#define SROCE_ACKREQ_EVERY	64
+/* Packets per requester run before yielding to the workqueue. */
+#define SROCE_REQ_BUDGET	256
+
+struct workqueue_struct *sroce_wq;
+
+static bool sroce_wqe_is_rd_atomic(u8 op)
+{
+	return op == SROCE_WR_RDMA_READ || op == SROCE_WR_ATOMIC_CMP_AND_SWP ||
+	       op == SROCE_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static bool sroce_wqe_is_atomic(u8 op)
+{
+	return op == SROCE_WR_ATOMIC_CMP_AND_SWP ||
+	       op == SROCE_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static u32 sroce_wqe_len(const struct sroce_send_wqe *w)
+{
+	const struct sroce_sge *sge = (const void *)(w + 1);
+	u64 len = 0;
+	u32 i;
+
+	if (w->flags & SROCE_SEND_INLINE)
+		return w->inline_len;
+	for (i = 0; i < w->num_sge; i++)
+		len += sge[i].length;
+	return len > SROCE_MAX_MSG_SIZE ? U32_MAX : (u32)len;
+}
+
+/* PSNs a WQE uses: packets of the message; a READ reserves its responses. */
+static u32 sroce_wqe_npsn(struct sroce_qp *qp, const struct sroce_send_wqe *w)
+{
+	if (sroce_wqe_is_atomic(w->opcode))
+		return 1;
+	return sroce_msg_pkts(sroce_wqe_len(w), qp->mtu);
+}
+
+/*
+ * Copy a WQE from the SQ ring into the shadow, validating what the kernel
+ * relies on. Returns false (and leaves fetched alone) if the ring content
+ * is invalid; the caller completes it with an error.
+ */
+static bool sroce_req_fetch_one(struct sroce_qp *qp, u32 idx)
+{
+	const u8 *src = sroce_queue_slot(&qp->sq, idx);
+	u8 *dst = sroce_sq_shadow(qp, idx);
+	struct sroce_send_wqe *w = (void *)dst;
+	u32 slot = sroce_queue_slot_size(&qp->sq);
+	u32 body;
+
+	memcpy(w, src, sizeof(*w));
+	if (w->flags & SROCE_SEND_INLINE)
+		body = w->inline_len;
+	else
+		body = w->num_sge * sizeof(struct sroce_sge);
+	if (body > slot - SROCE_SEND_WQE_HDR_SIZE ||
+	    (w->flags & SROCE_SEND_INLINE && w->inline_len > qp->max_inline) ||
+	    (!(w->flags & SROCE_SEND_INLINE) && w->num_sge > qp->max_send_sge))
+		return false;
+	memcpy(dst + SROCE_SEND_WQE_HDR_SIZE, src + SROCE_SEND_WQE_HDR_SIZE,
+	       body);
+	switch (w->opcode) {
+	case SROCE_WR_SEND:
+	case SROCE_WR_SEND_WITH_IMM:
+	case SROCE_WR_SEND_WITH_INV:
+	case SROCE_WR_RDMA_WRITE:
+	case SROCE_WR_RDMA_WRITE_WITH_IMM:
+		break;
+	case SROCE_WR_RDMA_READ:
+		if (w->flags & SROCE_SEND_INLINE)
+			return false;
+		break;
+	case SROCE_WR_ATOMIC_CMP_AND_SWP:
+	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
+		if (w->flags & SROCE_SEND_INLINE || sroce_wqe_len(w) < 8)
+			return false;
+		break;
+	default:
+		return false;
+	}
+	return sroce_wqe_len(w) != U32_MAX;
+}
+
+/* Pull newly posted WQEs into the shadow. Called with sq_lock held. */
+static void sroce_req_fetch(struct sroce_qp *qp)
+{
+	int n = sroce_queue_count_produced(&qp->sq);
+	u32 room = qp->sq.num_slots - (qp->req.fetched - qp->comp.idx);
+
+	if (n < 0) {
+		/* The producer index is garbage: the QP cannot go on. */
+		qp->req.fetched = qp->sq.kidx;
+		return;
+	}
+	if (n > room)
+		n = room;
+	while (n--) {
+		u32 idx = qp->req.fetched;
+		struct sroce_wqe_st *st = sroce_wst(qp, idx);
+
+		memset(st, 0, sizeof(*st));
+		if (!sroce_req_fetch_one(qp, idx)) {
+			st->state = SROCE_WQE_DONE;
+			st->status = IB_WC_LOC_QP_OP_ERR;
+		}
+		qp->req.fetched++;
+		qp->sq.kidx = qp->req.fetched;
+	}
+}
+
+static enum ib_wc_opcode sroce_wc_opcode(u8 op)
+{
+	switch (op) {
+	case SROCE_WR_RDMA_WRITE:
+	case SROCE_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case SROCE_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case SROCE_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/*
+ * Post completions for WQEs that are done, in order, and free their ring
+ * slots. Called with sq_lock held. Returns true if an error completion
+ * was posted (the QP must go to the error state).
+ */
+static bool sroce_comp_retire(struct sroce_qp *qp)
+{
+	bool err = false;
+
+	while (qp->comp.idx != qp->req.fetched) {
+		struct sroce_wqe_st *st = sroce_wst(qp, qp->comp.idx);
+		struct sroce_send_wqe *w = sroce_sq_shadow(qp, qp->comp.idx);
+
+		if (st->state != SROCE_WQE_DONE)
+			break;
+		if (st->status != IB_WC_SUCCESS || qp->sq_sig_all ||
+		    (w->flags & SROCE_SEND_SIGNALED)) {
+			struct sroce_cqe cqe = {
+				.wr_id = w->wr_id,
+				.status = st->status,
+				.opcode = sroce_wc_opcode(w->opcode),
+				.byte_len = sroce_wqe_len(w),
+				.qp_num = qp->ibqp.qp_num,
+				.port_num = 1,
+			};
+
+			sroce_cq_post(qp->scq, &cqe, &qp->ibqp, false);
+		}
+		if (st->status != IB_WC_SUCCESS && st->status != IB_WC_WR_FLUSH_ERR)
+			err = true;
+		if (sroce_wqe_is_rd_atomic(w->opcode) && qp->req.rd_atomic &&
+		    st->status == IB_WC_SUCCESS)
+			qp->req.rd_atomic--;
+		qp->comp.idx++;
+	}
+	/* WQEs failed at fetch can complete before the requester passed them. */
+	if ((s32)(qp->comp.idx - qp->req.cur) > 0) {
+		qp->req.cur = qp->comp.idx;
+		qp->req.offset = 0;
+	}
+	/*
+	 * The consumer the process sees is what is completed, not fetched;
+	 * release so the CQEs are visible before the slots are reused.
+	 */
+	smp_store_release(&qp->sq.hdr->consumer, qp->comp.idx);
+	return err;
+}
+
+static void sroce_retrans_arm(struct sroce_qp *qp)
+{
+	u64 ns = sroce_ack_timeout_ns(qp->attr.timeout);
+
+	if (!ns || test_bit(SROCE_QPF_DYING, &qp->flags))
+		return;
+	mod_timer(&qp->comp.retrans_timer,
+		  jiffies + max_t(unsigned long, nsecs_to_jiffies(ns), 1));
+}
+
+/*
+ * Go back to the oldest unacknowledged PSN. The WQE that holds it restarts
+ * at the packet of that PSN (a READ restarts whole), later WQEs restart
+ * from their beginning. Called with sq_lock held.
+ */
+static void sroce_req_rewind(struct sroce_qp *qp)
+{
+	u32 idx;
+
+	qp->req.rd_atomic = 0;
+	qp->req.cur = qp->comp.idx;
+	qp->req.offset = 0;
+	qp->req.psn = qp->comp.psn;
+	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
+		struct sroce_wqe_st *st = sroce_wst(qp, idx);
+		struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
+
+		if (st->state == SROCE_WQE_DONE)
+			continue;
+		if (idx == qp->comp.idx && st->state != SROCE_WQE_POSTED &&
+		    !sroce_wqe_is_rd_atomic(w->opcode)) {
+			s32 d = sroce_psn_diff(qp->comp.psn, st->first_psn);
+
+			if (d > 0)
+				qp->req.offset = d * qp->mtu;
+		}
+		if (idx == qp->comp.idx && sroce_wqe_is_rd_atomic(w->opcode) &&
+		    st->state != SROCE_WQE_POSTED)
+			qp->req.psn = st->first_psn;
+		st->state = SROCE_WQE_POSTED;
+	}
+	if (qp->req.offset)
+		qp->req.psn = qp->comp.psn;
+}
+
+/* ---------------------------------------------------------------------- */
+/* requester                                                              */
+
+static u8 sroce_req_opcode(u8 wr_op, bool first, bool last)
+{
+	switch (wr_op) {
+	case SROCE_WR_SEND:
+		return first ? (last ? SROCE_OP_RC_SEND_ONLY :
+				SROCE_OP_RC_SEND_FIRST) :
+			(last ? SROCE_OP_RC_SEND_LAST : SROCE_OP_RC_SEND_MIDDLE);
+	case SROCE_WR_SEND_WITH_IMM:
+		return first ? (last ? SROCE_OP_RC_SEND_ONLY_IMM :
+				SROCE_OP_RC_SEND_FIRST) :
+			(last ? SROCE_OP_RC_SEND_LAST_IMM :
+			 SROCE_OP_RC_SEND_MIDDLE);
+	case SROCE_WR_SEND_WITH_INV:
+		return first ? (last ? SROCE_OP_RC_SEND_ONLY_INV :
+				SROCE_OP_RC_SEND_FIRST) :
+			(last ? SROCE_OP_RC_SEND_LAST_INV :
+			 SROCE_OP_RC_SEND_MIDDLE);
+	case SROCE_WR_RDMA_WRITE:
+		return first ? (last ? SROCE_OP_RC_WRITE_ONLY :
+				SROCE_OP_RC_WRITE_FIRST) :
+			(last ? SROCE_OP_RC_WRITE_LAST :
+			 SROCE_OP_RC_WRITE_MIDDLE);
+	case SROCE_WR_RDMA_WRITE_WITH_IMM:
+		return first ? (last ? SROCE_OP_RC_WRITE_ONLY_IMM :
+				SROCE_OP_RC_WRITE_FIRST) :
+			(last ? SROCE_OP_RC_WRITE_LAST_IMM :
+			 SROCE_OP_RC_WRITE_MIDDLE);
+	case SROCE_WR_RDMA_READ:
+		return SROCE_OP_RC_READ_REQ;
+	case SROCE_WR_ATOMIC_CMP_AND_SWP:
+		return SROCE_OP_RC_CMP_SWAP;
+	default:
+		return SROCE_OP_RC_FETCH_ADD;
+	}
+}
+
+/*
+ * Copy @len bytes at message offset @off of a WQE's local data (inline or
+ * SGEs) to or from @buf. Returns 0 or an ib_wc_status for the failure.
+ */
+static int sroce_wqe_data(struct sroce_qp *qp, const struct sroce_send_wqe *w,
+			  u32 off, void *buf, u32 len, enum sroce_copy_dir dir,
+			  int access)
+{
+	const struct sroce_sge *sge = (const void *)(w + 1);
+	u8 *p = buf;
+	u32 i;
+
+	if (w->flags & SROCE_SEND_INLINE) {
+		if (off + len > w->inline_len)
+			return IB_WC_LOC_LEN_ERR;
+		memcpy(buf, (const u8 *)(w + 1) + off, len);
+		return 0;
+	}
+	for (i = 0; i < w->num_sge && len; i++) {
+		struct sroce_mr *mr;
+		u32 n;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - off);
+		mr = sroce_mr_get(qp->sdev, sge[i].lkey);
+		if (!mr)
+			return IB_WC_LOC_PROT_ERR;
+		if (sroce_mr_check(mr, qp->ibqp.pd, sge[i].addr + off, n,
+				   access)) {
+			sroce_mr_put(mr);
+			return IB_WC_LOC_PROT_ERR;
+		}
+		sroce_mr_copy(mr, sge[i].addr + off, p, n, dir);
+		sroce_mr_put(mr);
+		p += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? IB_WC_LOC_LEN_ERR : 0;
+}
+
+/* Fail the WQE being sent (local error) and take the QP to error. */
+static void sroce_req_local_error(struct sroce_qp *qp, u32 idx, int status)
+{
+	struct sroce_wqe_st *st;
+
+	spin_lock_bh(&qp->sq_lock);
+	st = sroce_wst(qp, idx);
+	if (st->state != SROCE_WQE_DONE) {
+		st->state = SROCE_WQE_DONE;
+		st->status = status;
+	}
+	spin_unlock_bh(&qp->sq_lock);
+	sroce_qp_error(qp);
+}
+
+/*
+ * Send one packet. Returns 1 if a packet went out (or an error was handled)
+ * and the requester should continue, 0 if there is nothing to do now.
+ */
+static int sroce_req_one(struct sroce_qp *qp)
+{
+	struct sroce_txpkt tp = {};
+	struct sroce_pkt *pkt = &tp.pkt;
+	struct sroce_send_wqe *w;
+	struct sroce_wqe_st *st;
+	u32 idx, len, off, plen, npsn;
+	bool first, last;
+	int status;
+
+	spin_lock_bh(&qp->sq_lock);
+	if (READ_ONCE(qp->state) != IB_QPS_RTS || qp->comp.rnr_wait) {
+		spin_unlock_bh(&qp->sq_lock);
+		return 0;
+	}
+	sroce_req_fetch(qp);
+	/* Skip WQEs that failed validation: completing them fails the QP. */
+	idx = qp->req.cur;
+	if (idx == qp->req.fetched) {
+		spin_unlock_bh(&qp->sq_lock);
+		return 0;
+	}
+	st = sroce_wst(qp, idx);
+	w = sroce_sq_shadow(qp, idx);
+	if (st->state == SROCE_WQE_DONE) {
+		bool err;
+
+		qp->req.cur++;
+		err = sroce_comp_retire(qp);
+		spin_unlock_bh(&qp->sq_lock);
+		if (err)
+			sroce_qp_error(qp);
+		return 1;
+	}
+	if (sroce_psn_diff(qp->req.psn, qp->comp.psn) >=
+	    SROCE_MAX_INFLIGHT_PSNS) {
+		spin_unlock_bh(&qp->sq_lock);
+		return 0;
+	}
+	if ((w->flags & SROCE_SEND_FENCE) && qp->comp.idx != idx &&
+	    qp->req.offset == 0) {
+		spin_unlock_bh(&qp->sq_lock);
+		return 0;
+	}
+	if (sroce_wqe_is_rd_atomic(w->opcode) && qp->req.offset == 0 &&
+	    qp->req.rd_atomic >= max_t(u32, qp->attr.max_rd_atomic, 1)) {
+		spin_unlock_bh(&qp->sq_lock);
+		return 0;
+	}
+
+	len = sroce_wqe_len(w);
+	off = qp->req.offset;
+	first = off == 0;
+	if (sroce_wqe_is_rd_atomic(w->opcode)) {
+		plen = 0;
+		last = true;
+	} else {
+		plen = min(len - off, qp->mtu);
+		last = off + plen >= len;
+	}
+	npsn = sroce_wqe_npsn(qp, w);
+
+	pkt->bth.opcode = sroce_req_opcode(w->opcode, first, last);
+	pkt->bth.pkey = SROCE_DEFAULT_PKEY;
+	pkt->bth.dqpn = qp->attr.dest_qp_num;
+	pkt->bth.psn = qp->req.psn;
+	pkt->bth.se = last && (w->flags & SROCE_SEND_SOLICITED);
+	pkt->bth.ack_req = last || !((sroce_psn_diff(qp->req.psn,
+						     st->first_psn) + 1) %
+				     SROCE_ACKREQ_EVERY);
+	pkt->payload_len = plen;
+	if (first) {
+		st->first_psn = qp->req.psn;
+		st->last_psn = sroce_psn_add(qp->req.psn, npsn - 1);
+		st->resid = len;
+	}
+	switch (w->opcode) {
+	case SROCE_WR_RDMA_WRITE:
+	case SROCE_WR_RDMA_WRITE_WITH_IMM:
+	case SROCE_WR_RDMA_READ:
+		pkt->reth.va = w->remote_addr;
+		pkt->reth.rkey = w->rkey;
+		pkt->reth.len = len;
+		break;
+	case SROCE_WR_ATOMIC_CMP_AND_SWP:
+	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
+		pkt->atomic.va = w->remote_addr;
+		pkt->atomic.rkey = w->rkey;
+		pkt->atomic.swap_add = w->opcode == SROCE_WR_ATOMIC_CMP_AND_SWP ?
+				       w->swap : w->compare_add;
+		pkt->atomic.compare = w->compare_add;
+		break;
+	default:
+		break;
+	}
+	pkt->imm = be32_to_cpu((__force __be32)w->imm_or_inv);
+	pkt->ieth_rkey = w->imm_or_inv;
+
+	/* Advance before unlocking; a rewind meanwhile just resends. */
+	if (last) {
+		qp->req.psn = sroce_psn_add(st->first_psn, npsn);
+		qp->req.offset = 0;
+		qp->req.cur++;
+		st->state = SROCE_WQE_SENT;
+		if (sroce_wqe_is_rd_atomic(w->opcode))
+			qp->req.rd_atomic++;
+	} else {
+		qp->req.psn = sroce_psn_add(qp->req.psn, 1);
+		qp->req.offset += plen;
+	}
+	if (!timer_pending(&qp->comp.retrans_timer))
+		sroce_retrans_arm(qp);
+	spin_unlock_bh(&qp->sq_lock);
+
+	if (sroce_tx_alloc(qp, &tp, GFP_KERNEL)) {
+		/* Like a lost packet: the retransmit timer recovers. */
+		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);
+		return 0;
+	}
+	if (plen) {
+		status = sroce_wqe_data(qp, w, off, tp.payload, plen,
+					SROCE_FROM_MR, 0);
+		if (status) {
+			sroce_tx_free(&tp);
+			sroce_req_local_error(qp, idx, status);
+			return 1;
+		}
+	}
+	sroce_tx_send(qp, &tp);
+	return 1;
+}
+
+static bool sroce_req_process(struct sroce_qp *qp)
+{
+	int budget = SROCE_REQ_BUDGET;
+
+	while (budget--) {
+		if (!sroce_req_one(qp))
+			return false;
+	}
+	return true;
+}
+
+static void sroce_req_exec(struct sroce_qp *qp)
+{
+	bool more;
+
+	for (;;) {
+		set_bit(SROCE_QPF_REQ_AGAIN, &qp->flags);
+		if (test_and_set_bit_lock(SROCE_QPF_REQ_RUNNING, &qp->flags))
+			return;
+		more = false;
+		while (!more &&
+		       test_and_clear_bit(SROCE_QPF_REQ_AGAIN, &qp->flags))
+			more = sroce_req_process(qp);
+		clear_bit_unlock(SROCE_QPF_REQ_RUNNING, &qp->flags);
+		/* Pairs with the kicker's set_bit(AGAIN) before its test. */
+		smp_mb__after_atomic();
+		if (more) {
+			if (!test_bit(SROCE_QPF_DYING, &qp->flags))
+				queue_work(sroce_wq, &qp->req_work);
+			return;
+		}
+		if (!test_bit(SROCE_QPF_REQ_AGAIN, &qp->flags))
+			return;
+	}
+}
+
+static void sroce_req_work(struct work_struct *work)
+{
+	sroce_req_exec(container_of(work, struct sroce_qp, req_work));
+	cond_resched();
+}
+
+/**
+ * sroce_req_kick - make the requester look at the send queue
+ * @qp: the QP
+ * @may_run_inline: the caller is in process context and may send from it
+ */
+void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline)
+{
+	if (test_bit(SROCE_QPF_DYING, &qp->flags))
+		return;
+	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+		sroce_qp_flush(qp);
+		return;
+	}
+	if (may_run_inline && !in_interrupt())
+		sroce_req_exec(qp);
+	else
+		queue_work(sroce_wq, &qp->req_work);
+}
+
+/* ---------------------------------------------------------------------- */
+/* completer                                                              */
+
+/* Complete SEND/WRITE WQEs wholly acknowledged by an ACK of @psn. */
+static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
+{
+	u32 next = inclusive ? sroce_psn_add(psn, 1) : psn;
+	u32 idx;
+
+	/* Must acknowledge something sent and not yet acknowledged. */
+	if (sroce_psn_diff(next, qp->comp.psn) < 0 ||
+	    sroce_psn_diff(next, qp->req.psn) > 0)
+		return false;
+	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
+		struct sroce_wqe_st *st = sroce_wst(qp, idx);
+		struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
+
+		if (st->state == SROCE_WQE_DONE)
+			continue;
+		if (st->state != SROCE_WQE_SENT ||
+		    sroce_psn_diff(st->last_psn, next) >= 0)
+			break;
+		if (sroce_wqe_is_rd_atomic(w->opcode)) {
+			/*
+			 * An ACK past a READ or atomic whose response never
+			 * came: the response was lost (implied NAK).
+			 */
+			next = st->first_psn;
+			break;
+		}
+		st->state = SROCE_WQE_DONE;
+		st->status = IB_WC_SUCCESS;
+	}
+	if (sroce_psn_diff(next, qp->comp.psn) > 0) {
+		qp->comp.psn = next;
+		qp->comp.retry_cnt = qp->attr.retry_cnt;
+		qp->comp.rnr_retry = qp->attr.rnr_retry;
+	}
+	return true;
+}
+
+/* The oldest unfinished WQE, which responses must belong to. */
+static struct sroce_wqe_st *sroce_comp_head(struct sroce_qp *qp, u32 *idxp)
+{
+	u32 idx;
+
+	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
+		struct sroce_wqe_st *st = sroce_wst(qp, idx);
+
+		if (st->state == SROCE_WQE_DONE)
+			continue;
+		*idxp = idx;
+		return st->state == SROCE_WQE_SENT ? st : NULL;
+	}
+	return NULL;
+}
+
+static void sroce_comp_read_resp(struct sroce_qp *qp,
+				 const struct sroce_pkt *pkt,
+				 const u8 *payload, bool *fatal)
+{
+	struct sroce_wqe_st *st;
+	struct sroce_send_wqe *w;
+	u32 idx, expect, off;
+	int status;
+
+	st = sroce_comp_head(qp, &idx);
+	if (!st)
+		goto drop;
+	w = sroce_sq_shadow(qp, idx);
+	if (w->opcode != SROCE_WR_RDMA_READ)
+		goto drop;
+	off = sroce_wqe_len(w) - st->resid;
+	expect = sroce_psn_add(st->first_psn, off / qp->mtu);
+	if (pkt->bth.psn != expect)
+		goto drop;
+	/* Every response but the last carries exactly one MTU. */
+	if (pkt->payload_len > st->resid ||
+	    (pkt->info->pos == SROCE_POS_FIRST ||
+	     pkt->info->pos == SROCE_POS_MIDDLE ?
+	     pkt->payload_len != qp->mtu : pkt->payload_len != st->resid))
+		goto drop;
+	/* A first/only response also acknowledges everything before it. */
+	if (pkt->info->pos == SROCE_POS_FIRST ||
+	    pkt->info->pos == SROCE_POS_ONLY)
+		sroce_comp_ack_upto(qp, st->first_psn, false);
+
+	status = sroce_wqe_data(qp, w, off, (void *)payload, pkt->payload_len,
+				SROCE_TO_MR, IB_ACCESS_LOCAL_WRITE);
+	if (status) {
+		st->state = SROCE_WQE_DONE;
+		st->status = status;
+		*fatal = true;
+		return;
+	}
+	st->resid -= pkt->payload_len;
+	if (!st->resid) {
+		st->state = SROCE_WQE_DONE;
+		st->status = IB_WC_SUCCESS;
+		qp->comp.psn = sroce_psn_add(st->last_psn, 1);
+		qp->comp.retry_cnt = qp->attr.retry_cnt;
+		qp->comp.rnr_retry = qp->attr.rnr_retry;
+	}
+	return;
+drop:
+	sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+}
+
+static void sroce_comp_atomic_ack(struct sroce_qp *qp,
+				  const struct sroce_pkt *pkt, bool *fatal)
+{
+	struct sroce_wqe_st *st;
+	struct sroce_send_wqe *w;
+	u64 orig = pkt->atomic_orig;
+	u32 idx;
+	int status;
+
+	st = sroce_comp_head(qp, &idx);
+	if (!st)
+		goto drop;
+	w = sroce_sq_shadow(qp, idx);
+	if (!sroce_wqe_is_atomic(w->opcode) || pkt->bth.psn != st->first_psn)
+		goto drop;
+	sroce_comp_ack_upto(qp, st->first_psn, false);
+	status = sroce_wqe_data(qp, w, 0, &orig, sizeof(orig), SROCE_TO_MR,
+				IB_ACCESS_LOCAL_WRITE);
+	st->state = SROCE_WQE_DONE;
+	st->status = status ? status : IB_WC_SUCCESS;
+	if (status) {
+		*fatal = true;
+		return;
+	}
+	qp->comp.psn = sroce_psn_add(st->first_psn, 1);
+	qp->comp.retry_cnt = qp->attr.retry_cnt;
+	qp->comp.rnr_retry = qp->attr.rnr_retry;
+	return;
+drop:
+	sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+}
+
+/* Fail the WQE that holds @psn with @status (a fatal NAK). */
+static void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status)
+{
+	u32 idx;
+
+	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
+		struct sroce_wqe_st *st = sroce_wst(qp, idx);
+
+		if (st->state == SROCE_WQE_DONE)
+			continue;
+		st->state = SROCE_WQE_DONE;
+		st->status = status;
+		return;
+	}
+}
+
+static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
+			    bool *fatal, bool *retry)
+{
+	u8 syn = pkt->aeth.syndrome;
+	u32 psn = pkt->bth.psn;
+
+	switch (sroce_aeth_type(syn)) {
+	case SROCE_AETH_ACK:
+		if (!sroce_comp_ack_upto(qp, psn, true))
+			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+		else if (qp->comp.psn != sroce_psn_add(psn, 1))
+			*retry = true;	/* implied NAK on a READ/atomic */
+		break;
+	case SROCE_AETH_RNR_NAK:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_NAK_RCVD);
+		if (!sroce_comp_ack_upto(qp, psn, false))
+			break;
+		if (qp->comp.rnr_retry != 7 && !qp->comp.rnr_retry--) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_RETRY_EXCEEDED);
+			sroce_comp_fail_psn(qp, psn, IB_WC_RNR_RETRY_EXC_ERR);
+			*fatal = true;
+			break;
+		}
+		qp->comp.rnr_wait = true;
+		sroce_req_rewind(qp);
+		if (!test_bit(SROCE_QPF_DYING, &qp->flags)) {
+			u32 us = sroce_rnr_timer_usec(sroce_aeth_value(syn));
+
+			mod_timer(&qp->comp.rnr_timer,
+				  jiffies + usecs_to_jiffies(us) + 1);
+		}
+		break;
+	case SROCE_AETH_NAK:
+		if (!sroce_comp_ack_upto(qp, psn, false))
+			break;
+		switch (sroce_aeth_value(syn)) {
+		case SROCE_NAK_PSN_SEQ_ERR:
+			sroce_stat_inc(qp->sdev, SROCE_CNT_SEQ_NAK_RCVD);
+			*retry = true;
+			break;
+		case SROCE_NAK_REMOTE_ACCESS_ERR:
+			sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
+			sroce_comp_fail_psn(qp, psn, IB_WC_REM_ACCESS_ERR);
+			*fatal = true;
+			break;
+		case SROCE_NAK_REMOTE_OP_ERR:
+			sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
+			sroce_comp_fail_psn(qp, psn, IB_WC_REM_OP_ERR);
+			*fatal = true;
+			break;
+		default:
+			sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
+			sroce_comp_fail_psn(qp, psn, IB_WC_REM_INV_REQ_ERR);
+			*fatal = true;
+			break;
+		}
+		break;
+	default:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+		break;
+	}
+}
+
+/*
+ * sroce_comp_rcv - handle a response packet (softirq)
+ */
+void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    const struct sroce_pkt *pkt, const u8 *payload)
+{
+	bool fatal = false, retry = false, err;
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state != IB_QPS_RTS && state != IB_QPS_SQD) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RX_BAD_QP_STATE);
+		return;
+	}
+
+	spin_lock_bh(&qp->sq_lock);
+	switch (pkt->info->kind) {
+	case SROCE_KIND_ACK:
+		sroce_comp_aeth(qp, pkt, &fatal, &retry);
+		break;
+	case SROCE_KIND_READ_RESP:
+		if (pkt->info->hdrs & SROCE_HDR_AETH &&
+		    sroce_aeth_type(pkt->aeth.syndrome) != SROCE_AETH_ACK) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+			break;
+		}
+		sroce_comp_read_resp(qp, pkt, payload, &fatal);
+		break;
+	case SROCE_KIND_ATOMIC_ACK:
+		if (sroce_aeth_type(pkt->aeth.syndrome) != SROCE_AETH_ACK) {
+			sroce_comp_aeth(qp, pkt, &fatal, &retry);
+			break;
+		}
+		sroce_comp_atomic_ack(qp, pkt, &fatal);
+		break;
+	default:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+		break;
+	}
+	if (retry && !fatal)
+		sroce_req_rewind(qp);
+	err = sroce_comp_retire(qp) || fatal;
+	if (qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched)
+		del_timer(&qp->comp.retrans_timer);
+	else if (!fatal)
+		sroce_retrans_arm(qp);
+	spin_unlock_bh(&qp->sq_lock);
+
+	if (err)
+		sroce_qp_error(qp);
+	else
+		sroce_req_kick(qp, false);
+}
+
+static void sroce_retrans_timeout(struct timer_list *t)
+{
+	struct sroce_qp *qp = from_timer(qp, t, comp.retrans_timer);
+	bool fatal = false;
+
+	spin_lock_bh(&qp->sq_lock);
+	if (READ_ONCE(qp->state) != IB_QPS_RTS ||
+	    (qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched)) {
+		spin_unlock_bh(&qp->sq_lock);
+		return;
+	}
+	sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_TIMEOUT);
+	/* IBTA: retry_cnt counts retries; 7 is not infinite for it. */
+	if (!qp->comp.retry_cnt) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRY_EXCEEDED);
+		sroce_comp_fail_psn(qp, qp->comp.psn, IB_WC_RETRY_EXC_ERR);
+		fatal = true;
+	} else {
+		qp->comp.retry_cnt--;
+		sroce_stat_add(qp->sdev, SROCE_CNT_RETRANS_PKTS,
+			       sroce_psn_diff(qp->req.psn, qp->comp.psn));
+		sroce_req_rewind(qp);
+	}
+	if (fatal)
+		sroce_comp_retire(qp);
+	spin_unlock_bh(&qp->sq_lock);
+
+	if (fatal)
+		sroce_qp_error(qp);
+	else
+		sroce_req_kick(qp, false);
+}
+
+static void sroce_rnr_timeout(struct timer_list *t)
+{
+	struct sroce_qp *qp = from_timer(qp, t, comp.rnr_timer);
+
+	spin_lock_bh(&qp->sq_lock);
+	qp->comp.rnr_wait = false;
+	spin_unlock_bh(&qp->sq_lock);
+	sroce_req_kick(qp, false);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/*
+ * sroce_qp_flush - complete everything outstanding with WR_FLUSH_ERR
+ *
+ * A WQE already marked failed keeps its own status. Receive WQEs are
+ * flushed too. Called when the QP is (or goes) in the error state.
+ */
+void sroce_qp_flush(struct sroce_qp *qp)
+{
+	int n;
+
+	spin_lock_bh(&qp->sq_lock);
+	if (!qp->sq.hdr) {
+		spin_unlock_bh(&qp->sq_lock);
+		return;
+	}
+	del_timer(&qp->comp.retrans_timer);
+	sroce_req_fetch(qp);
+	for (n = qp->comp.idx; n != qp->req.fetched; n++) {
+		struct sroce_wqe_st *st = sroce_wst(qp, n);
+
+		if (st->state != SROCE_WQE_DONE) {
+			st->state = SROCE_WQE_DONE;
+			st->status = IB_WC_WR_FLUSH_ERR;
+		}
+	}
+	sroce_comp_retire(qp);
+	qp->req.cur = qp->comp.idx;
+	qp->req.offset = 0;
+	spin_unlock_bh(&qp->sq_lock);
+
+	sroce_resp_flush(qp);
+}
+
+void sroce_transport_init_qp(struct sroce_qp *qp)
+{
+	INIT_WORK(&qp->req_work, sroce_req_work);
+	INIT_WORK(&qp->resp_work, sroce_resp_work);
+	timer_setup(&qp->comp.retrans_timer, sroce_retrans_timeout, 0);
+	timer_setup(&qp->comp.rnr_timer, sroce_rnr_timeout, 0);
+}
+
+/* Back to RESET: forget all transport state. Locks held by the caller. */
+void sroce_transport_reset(struct sroce_qp *qp)
+{
+	del_timer(&qp->comp.retrans_timer);
+	del_timer(&qp->comp.rnr_timer);
+	memset(&qp->req, 0, sizeof(qp->req));
+	qp->comp.idx = 0;
+	qp->comp.psn = 0;
+	qp->comp.rnr_wait = false;
+	qp->sq.kidx = 0;
+	qp->sq.hdr->producer = 0;
+	qp->sq.hdr->consumer = 0;
+	qp->rq.kidx = 0;
+	qp->rq.hdr->producer = 0;
+	qp->rq.hdr->consumer = 0;
+	sroce_resp_reset(qp);
+}
+
+/*
+ * Stop every context that could run on this QP. SROCE_QPF_DYING is set
+ * and the QP unreachable from the receive path, so nothing re-arms.
+ */
+void sroce_transport_stop(struct sroce_qp *qp)
+{
+	spin_lock_bh(&qp->sq_lock);
+	set_bit(SROCE_QPF_DYING, &qp->flags);
+	spin_unlock_bh(&qp->sq_lock);
+	del_timer_sync(&qp->comp.retrans_timer);
+	del_timer_sync(&qp->comp.rnr_timer);
+	cancel_work_sync(&qp->req_work);
+	cancel_work_sync(&qp->resp_work);
+	del_timer_sync(&qp->comp.retrans_timer);
+	del_timer_sync(&qp->comp.rnr_timer);
+}

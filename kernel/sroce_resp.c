@@ -1,0 +1,652 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce RC responder: checks and executes incoming requests, places data,
+ * generates ACKs/NAKs, streams READ responses, and answers duplicates
+ * (re-ACK, re-execute READ, replay the saved atomic result; IBTA C9-105).
+ *
+ * Runs in softirq under resp_lock, except READ streaming (resp_work).
+ */
+
+#include <linux/highmem.h>
+#include <linux/slab.h>
+
+#include "sroce.h"
+#include "sroce_cq.h"
+#include "sroce_mr.h"
+#include "sroce_param.h"
+#include "sroce_qp.h"
+#include "sroce_stats.h"
+#include "sroce_transport.h"
+#include "proto/sroce_aeth.h"
+#include "proto/sroce_psn.h"
+#include "proto/sroce_range.h"
+
+/* We do not run end-to-end credits: advertise "invalid" (unlimited). */
+#define SROCE_CREDIT_INVALID	31
+
+enum sroce_res_kind {
+	SROCE_RES_FREE,
+	SROCE_RES_READ,
+	SROCE_RES_ATOMIC,
+};
+
+/* Serialises atomics against each other across all QPs and devices. */
+static DEFINE_SPINLOCK(sroce_atomic_lock);
+
+int sroce_resp_set_res(struct sroce_qp *qp, u32 n)
+{
+	struct sroce_rd_res *res = NULL, *old;
+
+	if (n) {
+		res = kcalloc(n, sizeof(*res), GFP_KERNEL);
+		if (!res)
+			return -ENOMEM;
+	}
+	spin_lock_bh(&qp->resp_lock);
+	old = qp->resp.res;
+	qp->resp.res = res;
+	qp->resp.nres = n;
+	qp->resp.res_head = 0;
+	spin_unlock_bh(&qp->resp_lock);
+	kfree(old);
+	return 0;
+}
+
+/* Locks held by the caller (modify_qp to RESET). */
+void sroce_resp_reset(struct sroce_qp *qp)
+{
+	qp->resp.epsn = 0;
+	qp->resp.msn = 0;
+	qp->resp.nak_sent = false;
+	qp->resp.in_send = false;
+	qp->resp.in_write = false;
+	if (qp->resp.res)
+		memset(qp->resp.res, 0, qp->resp.nres * sizeof(*qp->resp.res));
+	qp->resp.res_head = 0;
+}
+
+static void sroce_resp_send_aeth(struct sroce_qp *qp, u8 opcode, u32 psn,
+				 u8 syndrome, u64 orig)
+{
+	struct sroce_txpkt tp = {};
+
+	tp.pkt.bth.opcode = opcode;
+	tp.pkt.bth.pkey = SROCE_DEFAULT_PKEY;
+	tp.pkt.bth.dqpn = qp->attr.dest_qp_num;
+	tp.pkt.bth.psn = psn;
+	tp.pkt.aeth.syndrome = syndrome;
+	tp.pkt.aeth.msn = qp->resp.msn;
+	tp.pkt.atomic_orig = orig;
+	if (sroce_tx_alloc(qp, &tp, GFP_ATOMIC))
+		return;
+	sroce_tx_send(qp, &tp);
+}
+
+static void sroce_resp_ack(struct sroce_qp *qp, u32 psn)
+{
+	sroce_resp_send_aeth(qp, SROCE_OP_RC_ACK, psn,
+			     sroce_aeth_ack(SROCE_CREDIT_INVALID), 0);
+}
+
+static void sroce_resp_nak(struct sroce_qp *qp, u32 psn,
+			   enum sroce_nak_code code)
+{
+	static const enum sroce_counter cnt[] = {
+		[SROCE_NAK_PSN_SEQ_ERR] = SROCE_CNT_SEQ_NAK_SENT,
+		[SROCE_NAK_INVALID_REQ] = SROCE_CNT_REM_INV_REQ_NAK_SENT,
+		[SROCE_NAK_REMOTE_ACCESS_ERR] = SROCE_CNT_REM_ACCESS_NAK_SENT,
+		[SROCE_NAK_REMOTE_OP_ERR] = SROCE_CNT_REM_OP_NAK_SENT,
+		[SROCE_NAK_INVALID_RD_REQ] = SROCE_CNT_REM_INV_REQ_NAK_SENT,
+	};
+
+	sroce_stat_inc(qp->sdev, cnt[code]);
+	sroce_resp_send_aeth(qp, SROCE_OP_RC_ACK, psn, sroce_aeth_nak(code), 0);
+}
+
+/* Post a receive completion and free the receive WQE. resp_lock held. */
+static void sroce_resp_complete_recv(struct sroce_qp *qp, int status,
+				     u32 opcode, u32 byte_len, u32 wc_flags,
+				     u32 imm_or_inv, bool solicited)
+{
+	struct sroce_recv_wqe *rw = (void *)qp->resp.rwqe;
+	struct sroce_cqe cqe = {
+		.wr_id = rw->wr_id,
+		.status = status,
+		.opcode = opcode,
+		.byte_len = byte_len,
+		.imm_or_inv = imm_or_inv,
+		.qp_num = qp->ibqp.qp_num,
+		.src_qp = qp->attr.dest_qp_num,
+		.wc_flags = wc_flags,
+		.port_num = 1,
+		.network_hdr_type = qp->av.ipv6 ? RDMA_NETWORK_IPV6 :
+						  RDMA_NETWORK_IPV4,
+	};
+
+	qp->rq.kidx++;
+	sroce_queue_publish_consumer(&qp->rq);
+	qp->resp.in_send = false;
+	sroce_cq_post(qp->rcq, &cqe, &qp->ibqp, solicited);
+}
+
+/*
+ * Take the next receive WQE into resp.rwqe. Returns 1 if one was taken,
+ * 0 if the RQ is empty (RNR), -EIO if the ring is corrupt or the WQE
+ * invalid.
+ */
+static int sroce_resp_get_rwqe(struct sroce_qp *qp)
+{
+	struct sroce_recv_wqe *rw = (void *)qp->resp.rwqe;
+	const struct sroce_recv_wqe *src;
+	int n = sroce_queue_count_produced(&qp->rq);
+	u32 slot = sroce_queue_slot_size(&qp->rq);
+
+	if (n < 0)
+		return -EIO;
+	if (!n)
+		return 0;
+	src = sroce_queue_slot(&qp->rq, qp->rq.kidx);
+	memcpy(rw, src, sizeof(*rw));
+	if (rw->num_sge > qp->max_recv_sge ||
+	    sizeof(*rw) + rw->num_sge * sizeof(struct sroce_sge) > slot)
+		return -EIO;
+	memcpy(rw + 1, src + 1, rw->num_sge * sizeof(struct sroce_sge));
+	qp->resp.rwqe_offset = 0;
+	return 1;
+}
+
+/* Place SEND payload into the receive WQE's buffers. */
+static int sroce_resp_place(struct sroce_qp *qp, const u8 *data, u32 len)
+{
+	struct sroce_recv_wqe *rw = (void *)qp->resp.rwqe;
+	const struct sroce_sge *sge = (const void *)(rw + 1);
+	u32 off = qp->resp.rwqe_offset;
+	u32 i;
+
+	for (i = 0; i < rw->num_sge && len; i++) {
+		struct sroce_mr *mr;
+		u32 n;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - off);
+		mr = sroce_mr_get(qp->sdev, sge[i].lkey);
+		if (!mr)
+			return IB_WC_LOC_PROT_ERR;
+		if (sroce_mr_check(mr, qp->ibqp.pd, sge[i].addr + off, n,
+				   IB_ACCESS_LOCAL_WRITE)) {
+			sroce_mr_put(mr);
+			return IB_WC_LOC_PROT_ERR;
+		}
+		sroce_mr_copy(mr, sge[i].addr + off, (void *)data, n,
+			      SROCE_TO_MR);
+		sroce_mr_put(mr);
+		data += n;
+		len -= n;
+		qp->resp.rwqe_offset += n;
+		off = 0;
+	}
+	return len ? IB_WC_LOC_LEN_ERR : 0;
+}
+
+/*
+ * Look up and check an rkey for a remote access. Returns the MR with a
+ * reference, or NULL (remote access error).
+ */
+static struct sroce_mr *sroce_resp_rkey(struct sroce_qp *qp, u32 rkey, u64 va,
+					u64 len, int access)
+{
+	struct sroce_mr *mr;
+
+	if (!(qp->attr.qp_access_flags & access))
+		return NULL;
+	mr = sroce_mr_get(qp->sdev, rkey);
+	if (!mr)
+		return NULL;
+	/* Remote access never reaches the all-memory DMA MR. */
+	if (mr->type == SROCE_MR_DMA ||
+	    sroce_mr_check(mr, qp->ibqp.pd, va, len, access)) {
+		sroce_mr_put(mr);
+		return NULL;
+	}
+	return mr;
+}
+
+enum sroce_resp_verdict {
+	SROCE_RESP_OK,		/* executed; ACK if asked */
+	SROCE_RESP_DONE,	/* executed and already answered */
+	SROCE_RESP_RNR,
+	SROCE_RESP_NAK_INV,
+	SROCE_RESP_NAK_ACCESS,
+	SROCE_RESP_NAK_OP,
+};
+
+static enum sroce_resp_verdict sroce_resp_send(struct sroce_qp *qp,
+					       const struct sroce_pkt *pkt,
+					       const u8 *payload)
+{
+	u8 pos = pkt->info->pos;
+	bool first = pos == SROCE_POS_FIRST || pos == SROCE_POS_ONLY;
+	bool last = pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY;
+	u32 flags = 0, ex = 0;
+	int status, r;
+
+	if (first == qp->resp.in_send)
+		return SROCE_RESP_NAK_INV;	/* opcode sequence error */
+	if (!last && pkt->payload_len != qp->mtu)
+		return SROCE_RESP_NAK_INV;
+	if (first) {
+		r = sroce_resp_get_rwqe(qp);
+		if (r < 0)
+			return SROCE_RESP_NAK_OP;
+		if (!r)
+			return SROCE_RESP_RNR;
+		qp->resp.in_send = true;
+	}
+	status = sroce_resp_place(qp, payload, pkt->payload_len);
+	if (status) {
+		sroce_resp_complete_recv(qp, status, IB_WC_RECV,
+					 qp->resp.rwqe_offset, 0, 0, false);
+		return status == IB_WC_LOC_LEN_ERR ? SROCE_RESP_NAK_INV :
+						     SROCE_RESP_NAK_OP;
+	}
+	if (!last)
+		return SROCE_RESP_OK;
+	if (pkt->info->hdrs & SROCE_HDR_IMMDT) {
+		flags |= SROCE_WC_F_WITH_IMM;
+		ex = (__force u32)cpu_to_be32(pkt->imm);
+	} else if (pkt->info->hdrs & SROCE_HDR_IETH) {
+		flags |= SROCE_WC_F_WITH_INV;
+		ex = pkt->ieth_rkey;
+	}
+	sroce_resp_complete_recv(qp, IB_WC_SUCCESS, IB_WC_RECV,
+				 qp->resp.rwqe_offset, flags, ex, pkt->bth.se);
+	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
+	return SROCE_RESP_OK;
+}
+
+static enum sroce_resp_verdict sroce_resp_write(struct sroce_qp *qp,
+						const struct sroce_pkt *pkt,
+						const u8 *payload)
+{
+	u8 pos = pkt->info->pos;
+	bool first = pos == SROCE_POS_FIRST || pos == SROCE_POS_ONLY;
+	bool last = pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY;
+	bool imm = pkt->info->hdrs & SROCE_HDR_IMMDT;
+	struct sroce_mr *mr;
+	int r;
+
+	if (first == qp->resp.in_write)
+		return SROCE_RESP_NAK_INV;
+	if (!last && pkt->payload_len != qp->mtu)
+		return SROCE_RESP_NAK_INV;
+	/* With immediate, a receive WQE is needed: check before placing. */
+	if (imm && !qp->resp.in_send) {
+		r = sroce_resp_get_rwqe(qp);
+		if (r < 0)
+			return SROCE_RESP_NAK_OP;
+		if (!r)
+			return SROCE_RESP_RNR;
+	}
+	if (first) {
+		if (!sroce_msg_len_ok(pkt->reth.len, SROCE_MAX_MSG_SIZE))
+			return SROCE_RESP_NAK_INV;
+		qp->resp.write_va = pkt->reth.va;
+		qp->resp.write_rkey = pkt->reth.rkey;
+		qp->resp.write_resid = pkt->reth.len;
+	}
+	if (pkt->payload_len > qp->resp.write_resid ||
+	    (last && pkt->payload_len != qp->resp.write_resid))
+		return SROCE_RESP_NAK_INV;
+	if (pkt->payload_len || first) {
+		mr = sroce_resp_rkey(qp, qp->resp.write_rkey,
+				     qp->resp.write_va,
+				     first ? pkt->reth.len : pkt->payload_len,
+				     IB_ACCESS_REMOTE_WRITE);
+		if (!mr)
+			return SROCE_RESP_NAK_ACCESS;
+		sroce_mr_copy(mr, qp->resp.write_va, (void *)payload,
+			      pkt->payload_len, SROCE_TO_MR);
+		sroce_mr_put(mr);
+	}
+	qp->resp.write_va += pkt->payload_len;
+	qp->resp.write_resid -= pkt->payload_len;
+	qp->resp.in_write = !last;
+	if (!last)
+		return SROCE_RESP_OK;
+	if (imm) {
+		u32 len = first ? pkt->reth.len : 0;
+
+		/* byte_len of WRITE with immediate is the message length. */
+		if (!first)
+			len = (u32)(qp->resp.write_va - pkt->reth.va);
+		sroce_resp_complete_recv(qp, IB_WC_SUCCESS,
+					 IB_WC_RECV_RDMA_WITH_IMM, len,
+					 SROCE_WC_F_WITH_IMM,
+					 (__force u32)cpu_to_be32(pkt->imm),
+					 pkt->bth.se);
+	}
+	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
+	return SROCE_RESP_OK;
+}
+
+static struct sroce_rd_res *sroce_resp_res_alloc(struct sroce_qp *qp)
+{
+	struct sroce_rd_res *res;
+
+	if (!qp->resp.nres)
+		return NULL;
+	res = &qp->resp.res[qp->resp.res_head];
+	qp->resp.res_head = (qp->resp.res_head + 1) % qp->resp.nres;
+	memset(res, 0, sizeof(*res));
+	return res;
+}
+
+static enum sroce_resp_verdict sroce_resp_read(struct sroce_qp *qp,
+					       const struct sroce_pkt *pkt)
+{
+	struct sroce_rd_res *res;
+	struct sroce_mr *mr;
+
+	if (!sroce_msg_len_ok(pkt->reth.len, SROCE_MAX_MSG_SIZE))
+		return SROCE_RESP_NAK_INV;
+	if (pkt->reth.len) {
+		mr = sroce_resp_rkey(qp, pkt->reth.rkey, pkt->reth.va,
+				     pkt->reth.len, IB_ACCESS_REMOTE_READ);
+		if (!mr)
+			return SROCE_RESP_NAK_ACCESS;
+		sroce_mr_put(mr);
+	}
+	res = sroce_resp_res_alloc(qp);
+	if (!res)
+		return SROCE_RESP_NAK_INV;
+	res->kind = SROCE_RES_READ;
+	res->first_psn = pkt->bth.psn;
+	res->last_psn = sroce_psn_add(pkt->bth.psn,
+				      sroce_msg_pkts(pkt->reth.len, qp->mtu) - 1);
+	res->next_psn = res->first_psn;
+	res->va = pkt->reth.va;
+	res->rkey = pkt->reth.rkey;
+	res->len = pkt->reth.len;
+	res->sent = 0;
+	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
+	queue_work(sroce_wq, &qp->resp_work);
+	return SROCE_RESP_DONE;
+}
+
+static enum sroce_resp_verdict sroce_resp_atomic(struct sroce_qp *qp,
+						 const struct sroce_pkt *pkt)
+{
+	const struct sroce_atomiceth *ae = &pkt->atomic;
+	struct sroce_rd_res *res;
+	struct sroce_mr *mr;
+	struct page *page;
+	u64 *p, orig;
+
+	if (!sroce_atomic_aligned(ae->va))
+		return SROCE_RESP_NAK_INV;
+	mr = sroce_resp_rkey(qp, ae->rkey, ae->va, SROCE_ATOMIC_SIZE,
+			     IB_ACCESS_REMOTE_ATOMIC);
+	if (!mr)
+		return SROCE_RESP_NAK_ACCESS;
+	res = sroce_resp_res_alloc(qp);
+	if (!res) {
+		sroce_mr_put(mr);
+		return SROCE_RESP_NAK_INV;
+	}
+	p = sroce_mr_atomic_ptr(mr, ae->va, &page);
+	if (!p) {
+		sroce_mr_put(mr);
+		return SROCE_RESP_NAK_OP;
+	}
+	spin_lock(&sroce_atomic_lock);
+	orig = READ_ONCE(*p);
+	if (pkt->bth.opcode == SROCE_OP_RC_CMP_SWAP) {
+		if (orig == ae->compare)
+			WRITE_ONCE(*p, ae->swap_add);
+	} else {
+		WRITE_ONCE(*p, orig + ae->swap_add);
+	}
+	spin_unlock(&sroce_atomic_lock);
+	if (page)
+		kunmap_local(p);
+	sroce_mr_put(mr);
+
+	res->kind = SROCE_RES_ATOMIC;
+	res->first_psn = pkt->bth.psn;
+	res->last_psn = pkt->bth.psn;
+	res->atomic_orig = orig;
+	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
+	sroce_resp_send_aeth(qp, SROCE_OP_RC_ATOMIC_ACK, pkt->bth.psn,
+			     sroce_aeth_ack(SROCE_CREDIT_INVALID), orig);
+	return SROCE_RESP_DONE;
+}
+
+/* A request with a PSN before the expected one (IBTA C9-105/C9-106). */
+static void sroce_resp_duplicate(struct sroce_qp *qp,
+				 const struct sroce_pkt *pkt)
+{
+	u32 i;
+
+	sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_REQ);
+	switch (pkt->info->kind) {
+	case SROCE_KIND_READ_REQ:
+	case SROCE_KIND_ATOMIC:
+		for (i = 0; i < qp->resp.nres; i++) {
+			struct sroce_rd_res *res = &qp->resp.res[i];
+
+			if (res->kind == SROCE_RES_FREE ||
+			    res->first_psn != pkt->bth.psn)
+				continue;
+			if (res->kind == SROCE_RES_ATOMIC) {
+				sroce_resp_send_aeth(qp,
+						     SROCE_OP_RC_ATOMIC_ACK,
+						     res->first_psn,
+						     sroce_aeth_ack(SROCE_CREDIT_INVALID),
+						     res->atomic_orig);
+			} else {
+				/* Re-execute the whole READ. */
+				res->next_psn = res->first_psn;
+				res->sent = 0;
+				queue_work(sroce_wq, &qp->resp_work);
+			}
+			return;
+		}
+		/* Unknown: too old to answer; the requester will time out. */
+		return;
+	default:
+		/* Re-acknowledge what has been received. */
+		sroce_resp_ack(qp, sroce_psn_sub(qp->resp.epsn, 1));
+		return;
+	}
+}
+
+/*
+ * sroce_resp_rcv - handle a request packet (softirq)
+ */
+void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    const struct sroce_pkt *pkt, const u8 *payload)
+{
+	enum sroce_resp_verdict v;
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	u32 psn = pkt->bth.psn;
+	s32 d;
+
+	if (state != IB_QPS_RTR && state != IB_QPS_RTS &&
+	    state != IB_QPS_SQD) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RX_BAD_QP_STATE);
+		return;
+	}
+
+	spin_lock_bh(&qp->resp_lock);
+	d = sroce_psn_diff(psn, qp->resp.epsn);
+	if (d > 0) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
+		if (!qp->resp.nak_sent) {
+			qp->resp.nak_sent = true;
+			sroce_resp_nak(qp, qp->resp.epsn,
+				       SROCE_NAK_PSN_SEQ_ERR);
+		}
+		goto out;
+	}
+	if (d < 0) {
+		sroce_resp_duplicate(qp, pkt);
+		goto out;
+	}
+	qp->resp.nak_sent = false;
+
+	switch (pkt->info->kind) {
+	case SROCE_KIND_SEND:
+		v = sroce_resp_send(qp, pkt, payload);
+		break;
+	case SROCE_KIND_WRITE:
+		v = sroce_resp_write(qp, pkt, payload);
+		break;
+	case SROCE_KIND_READ_REQ:
+		v = sroce_resp_read(qp, pkt);
+		break;
+	case SROCE_KIND_ATOMIC:
+		v = sroce_resp_atomic(qp, pkt);
+		break;
+	default:
+		v = SROCE_RESP_NAK_INV;
+		break;
+	}
+
+	switch (v) {
+	case SROCE_RESP_OK:
+		qp->resp.epsn = sroce_psn_add(psn, 1);
+		if (pkt->bth.ack_req)
+			sroce_resp_ack(qp, psn);
+		break;
+	case SROCE_RESP_DONE:
+		if (pkt->info->kind == SROCE_KIND_READ_REQ) {
+			/* A READ consumes one PSN per response packet. */
+			u32 newest = (qp->resp.res_head + qp->resp.nres - 1) %
+				     qp->resp.nres;
+
+			qp->resp.epsn =
+				sroce_psn_add(qp->resp.res[newest].last_psn, 1);
+		} else {
+			qp->resp.epsn = sroce_psn_add(psn, 1);
+		}
+		break;
+	case SROCE_RESP_RNR:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_NAK_SENT);
+		sroce_resp_send_aeth(qp, SROCE_OP_RC_ACK, psn,
+				     sroce_aeth_rnr_nak(qp->attr.min_rnr_timer),
+				     0);
+		break;
+	case SROCE_RESP_NAK_INV:
+	case SROCE_RESP_NAK_ACCESS:
+	case SROCE_RESP_NAK_OP:
+		sroce_resp_nak(qp, psn, v == SROCE_RESP_NAK_INV ?
+			       SROCE_NAK_INVALID_REQ : v == SROCE_RESP_NAK_ACCESS ?
+			       SROCE_NAK_REMOTE_ACCESS_ERR :
+			       SROCE_NAK_REMOTE_OP_ERR);
+		spin_unlock_bh(&qp->resp_lock);
+		/* Class B/C errors: the responder's QP goes to error too. */
+		sroce_qp_error(qp);
+		return;
+	}
+out:
+	spin_unlock_bh(&qp->resp_lock);
+}
+
+/* Send the responses of one READ resource; resp_lock not held. */
+static void sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r)
+{
+	for (;;) {
+		struct sroce_txpkt tp = {};
+		struct sroce_mr *mr = NULL;
+		u32 len, off, psn;
+		bool first, last;
+		u64 va;
+
+		spin_lock_bh(&qp->resp_lock);
+		if (r->kind != SROCE_RES_READ || r->sent > r->len ||
+		    (r->sent == r->len && r->len) ||
+		    (r->len == 0 && r->next_psn != r->first_psn) ||
+		    READ_ONCE(qp->state) == IB_QPS_ERR) {
+			spin_unlock_bh(&qp->resp_lock);
+			return;
+		}
+		off = r->sent;
+		len = min(r->len - off, qp->mtu);
+		first = off == 0;
+		last = off + len >= r->len;
+		psn = r->next_psn;
+		va = r->va + off;
+		tp.pkt.bth.opcode = first && last ? SROCE_OP_RC_READ_RESP_ONLY :
+				    first ? SROCE_OP_RC_READ_RESP_FIRST :
+				    last ? SROCE_OP_RC_READ_RESP_LAST :
+				    SROCE_OP_RC_READ_RESP_MIDDLE;
+		tp.pkt.bth.pkey = SROCE_DEFAULT_PKEY;
+		tp.pkt.bth.dqpn = qp->attr.dest_qp_num;
+		tp.pkt.bth.psn = psn;
+		tp.pkt.aeth.syndrome = sroce_aeth_ack(SROCE_CREDIT_INVALID);
+		tp.pkt.aeth.msn = qp->resp.msn;
+		tp.pkt.payload_len = len;
+		r->sent += len;
+		r->next_psn = sroce_psn_add(psn, 1);
+		if (!r->len)
+			r->sent = 1;	/* a zero-length READ: one response */
+		spin_unlock_bh(&qp->resp_lock);
+
+		if (len) {
+			mr = sroce_resp_rkey(qp, r->rkey, va, len,
+					     IB_ACCESS_REMOTE_READ);
+			if (!mr)
+				return;
+		}
+		if (sroce_tx_alloc(qp, &tp, GFP_KERNEL)) {
+			if (mr)
+				sroce_mr_put(mr);
+			return;
+		}
+		if (mr) {
+			sroce_mr_copy(mr, va, tp.payload, len, SROCE_FROM_MR);
+			sroce_mr_put(mr);
+		}
+		sroce_tx_send(qp, &tp);
+		if (last)
+			return;
+		cond_resched();
+	}
+}
+
+void sroce_resp_work(struct work_struct *work)
+{
+	struct sroce_qp *qp = container_of(work, struct sroce_qp, resp_work);
+	u32 i, n = READ_ONCE(qp->resp.nres);
+
+	/* Oldest first, from the slot after the newest. */
+	for (i = 0; i < n; i++) {
+		u32 slot = (READ_ONCE(qp->resp.res_head) + i) % n;
+
+		if (test_bit(SROCE_QPF_DYING, &qp->flags))
+			return;
+		sroce_resp_stream(qp, &qp->resp.res[slot]);
+	}
+}
+
+/* Flush posted receive WQEs. */
+void sroce_resp_flush(struct sroce_qp *qp)
+{
+	spin_lock_bh(&qp->resp_lock);
+	if (qp->rq.hdr) {
+		int n = sroce_queue_count_produced(&qp->rq);
+
+		while (n-- > 0) {
+			if (sroce_resp_get_rwqe(qp) <= 0)
+				break;
+			sroce_resp_complete_recv(qp, IB_WC_WR_FLUSH_ERR,
+						 IB_WC_RECV, 0, 0, 0, false);
+		}
+		qp->resp.in_send = false;
+		qp->resp.in_write = false;
+	}
+	spin_unlock_bh(&qp->resp_lock);
+}

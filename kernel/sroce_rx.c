@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce receive path: UDP 4791 encapsulation hook -> device -> ICRC ->
+ * header validation -> QP -> responder or completer.
+ *
+ * Everything here comes from the network: every length is checked before
+ * it is used, and every drop is counted.
+ */
+
+#include <linux/inetdevice.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/skbuff.h>
+#include <linux/udp.h>
+#include <net/addrconf.h>
+#include <net/ipv6.h>
+
+#include "sroce.h"
+#include "sroce_qp.h"
+#include "sroce_stats.h"
+#include "sroce_transport.h"
+#include "proto/sroce_icrc.h"
+
+/*
+ * The device a packet is for: the one on the netdev it arrived on, or, for
+ * traffic between local addresses (which arrives on the loopback device),
+ * the one on the netdev that owns the destination address.
+ */
+static struct ib_device *sroce_rx_device(struct sk_buff *skb)
+{
+	const enum rdma_driver_id id = (enum rdma_driver_id)SROCE_DRIVER_ID;
+	struct net_device *ndev = skb->dev;
+	struct ib_device *ibdev;
+
+	ibdev = ib_device_get_by_netdev(ndev, id);
+	if (ibdev || !(ndev->flags & IFF_LOOPBACK))
+		return ibdev;
+
+	if (ip_hdr(skb)->version == 4) {
+		ndev = ip_dev_find(dev_net(skb->dev), ip_hdr(skb)->daddr);
+		if (!ndev)
+			return NULL;
+		ibdev = ib_device_get_by_netdev(ndev, id);
+		dev_put(ndev);
+		return ibdev;
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	rcu_read_lock();
+	ndev = ipv6_dev_find(dev_net(skb->dev), &ipv6_hdr(skb)->daddr, NULL);
+	ibdev = ndev ? ib_device_get_by_netdev(ndev, id) : NULL;
+	rcu_read_unlock();
+	return ibdev;
+#else
+	return NULL;
+#endif
+}
+
+static bool sroce_rx_pkey_ok(u16 pkey)
+{
+	/* Only the default partition exists; membership bit ignored. */
+	return (pkey & 0x7fff) == 0x7fff;
+}
+
+static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
+			      const struct sroce_pkt *pkt, const u8 *payload)
+{
+	struct sroce_qp *qp;
+
+	if (pkt->bth.opcode == SROCE_OP_CNP) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_CNP);
+		return;
+	}
+	if (!sroce_rx_pkey_ok(pkt->bth.pkey)) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_PKEY);
+		return;
+	}
+	qp = sroce_qp_get(sdev, pkt->bth.dqpn);
+	if (!qp) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_NO_QP);
+		return;
+	}
+	if (qp->ibqp.qp_type != IB_QPT_RC || !(pkt->info->qpts & SROCE_QPT_RC)) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_OPCODE);
+		goto out;
+	}
+	if (pkt->info->request)
+		sroce_resp_rcv(qp, skb, pkt, payload);
+	else
+		sroce_comp_rcv(qp, skb, pkt, payload);
+out:
+	sroce_qp_put(qp);
+}
+
+/*
+ * Receive hook for UDP port 4791, in softirq. Always consumes the skb
+ * (returns 0) so RoCE packets never reach a user socket.
+ */
+int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
+{
+	struct ib_device *ibdev;
+	struct sroce_dev *sdev;
+	struct sroce_pkt pkt;
+	u32 ip_len, udp_len, icrc;
+	const u8 *bth;
+	int nh_off;
+
+	ibdev = sroce_rx_device(skb);
+	if (!ibdev)
+		goto drop;
+	sdev = to_sdev(ibdev);
+
+	/*
+	 * The hook is entered with skb->data at the UDP header and the skb
+	 * trimmed to the UDP length. One linear buffer lets the ICRC and the
+	 * header code work on plain memory.
+	 */
+	if (skb_linearize(skb))
+		goto drop_dev;
+	nh_off = skb_network_offset(skb);
+	if (nh_off >= 0 || skb->len < sizeof(struct udphdr)) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_MALFORMED);
+		goto drop_dev;
+	}
+	udp_len = skb->len;
+	if (ntohs(udp_hdr(skb)->len) != udp_len) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_MALFORMED);
+		goto drop_dev;
+	}
+	sroce_stat_inc(sdev, SROCE_CNT_RX_PKTS);
+	sroce_stat_add(sdev, SROCE_CNT_RX_BYTES, udp_len);
+
+	/* ICRC over IP header .. payload; the UDP length bounds it. */
+	ip_len = skb_transport_offset(skb) - nh_off + udp_len;
+	if (udp_len < sizeof(struct udphdr) + SROCE_BTH_LEN + SROCE_ICRC_LEN ||
+	    !sroce_icrc_packet(skb_network_header(skb),
+			       ip_len - SROCE_ICRC_LEN, &icrc)) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_MALFORMED);
+		goto drop_dev;
+	}
+	if (icrc != sroce_icrc_get(skb->data + udp_len - SROCE_ICRC_LEN)) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_ICRC_ERR);
+		goto drop_dev;
+	}
+
+	bth = skb->data + sizeof(struct udphdr);
+	if (sroce_pkt_parse(bth, udp_len - sizeof(struct udphdr), &pkt) !=
+	    SROCE_PARSE_OK) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_MALFORMED);
+		goto drop_dev;
+	}
+	sroce_rx_dispatch(sdev, skb, &pkt, bth + pkt.hdr_len);
+
+drop_dev:
+	ib_device_put(ibdev);
+drop:
+	kfree_skb(skb);
+	return 0;
+}

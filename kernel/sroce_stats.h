@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Per-device counters, exported through "rdma statistic" (hw counters).
+ * Per-CPU so the data path never shares a cache line for counting.
+ */
+#ifndef SROCE_STATS_H
+#define SROCE_STATS_H
+
+#include <linux/percpu.h>
+
+enum sroce_counter {
+	SROCE_CNT_TX_PKTS,
+	SROCE_CNT_TX_BYTES,
+	SROCE_CNT_RX_PKTS,
+	SROCE_CNT_RX_BYTES,
+	SROCE_CNT_TX_DROP,		/* no route, no memory */
+	SROCE_CNT_RX_ICRC_ERR,
+	SROCE_CNT_RX_MALFORMED,		/* failed header validation */
+	SROCE_CNT_RX_NO_QP,		/* unknown destination QP */
+	SROCE_CNT_RX_BAD_QP_STATE,
+	SROCE_CNT_RX_BAD_OPCODE,	/* opcode invalid for the QP */
+	SROCE_CNT_RX_BAD_PKEY,
+	SROCE_CNT_RX_CNP,
+	SROCE_CNT_DUP_REQ,		/* duplicate requests answered */
+	SROCE_CNT_OOS_REQ,		/* out-of-sequence requests dropped */
+	SROCE_CNT_SEQ_NAK_SENT,
+	SROCE_CNT_SEQ_NAK_RCVD,
+	SROCE_CNT_RNR_NAK_SENT,
+	SROCE_CNT_RNR_NAK_RCVD,
+	SROCE_CNT_REM_ACCESS_NAK_SENT,
+	SROCE_CNT_REM_INV_REQ_NAK_SENT,
+	SROCE_CNT_REM_OP_NAK_SENT,
+	SROCE_CNT_NAK_RCVD,		/* fatal NAKs received */
+	SROCE_CNT_RETRANS_PKTS,
+	SROCE_CNT_RETRANS_TIMEOUT,
+	SROCE_CNT_RETRY_EXCEEDED,
+	SROCE_CNT_RNR_RETRY_EXCEEDED,
+	SROCE_CNT_COMPLETER_DROP,	/* stale or unexpected responses */
+	SROCE_CNT_MAX
+};
+
+struct sroce_stats {
+	u64 c[SROCE_CNT_MAX];
+};
+
+struct sroce_dev;
+struct ib_device;
+
+void sroce_stat_add(struct sroce_dev *sdev, enum sroce_counter c, u64 n);
+#define sroce_stat_inc(sdev, c) sroce_stat_add(sdev, c, 1)
+
+int sroce_stats_init(struct sroce_dev *sdev);
+void sroce_stats_free(struct sroce_dev *sdev);
+
+struct rdma_hw_stats *sroce_alloc_hw_port_stats(struct ib_device *ibdev,
+						u32 port_num);
+int sroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		       u32 port, int index);
+
+#endif /* SROCE_STATS_H */

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The RC transport: requester, completer, responder, and the packet path
+ * beneath them. See sroce_qp.h for the execution contexts and locks.
+ */
+#ifndef SROCE_TRANSPORT_H
+#define SROCE_TRANSPORT_H
+
+#include <linux/skbuff.h>
+
+#include "proto/sroce_hdr.h"
+
+struct sroce_dev;
+struct sroce_qp;
+
+/* A packet being built: proto headers + where the payload goes. */
+struct sroce_txpkt {
+	struct sroce_pkt pkt;	/* bth + ext headers; payload_len */
+	struct sk_buff *skb;
+	u8 *payload;		/* payload_len bytes to fill */
+};
+
+/* sroce_tx.c */
+int sroce_tx_alloc(struct sroce_qp *qp, struct sroce_txpkt *tp, gfp_t gfp);
+int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp);
+void sroce_tx_free(struct sroce_txpkt *tp);
+
+/* sroce_rx.c: the UDP encapsulation receive hook */
+int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
+
+/* sroce_req.c: requester and completer */
+void sroce_transport_init_qp(struct sroce_qp *qp);
+void sroce_transport_reset(struct sroce_qp *qp);
+void sroce_transport_stop(struct sroce_qp *qp);
+void sroce_qp_flush(struct sroce_qp *qp);
+void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline);
+void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    const struct sroce_pkt *pkt, const u8 *payload);
+
+/* sroce_resp.c: responder */
+int sroce_resp_set_res(struct sroce_qp *qp, u32 n);
+void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    const struct sroce_pkt *pkt, const u8 *payload);
+void sroce_resp_work(struct work_struct *work);
+void sroce_resp_flush(struct sroce_qp *qp);
+void sroce_resp_reset(struct sroce_qp *qp);
+
+extern struct workqueue_struct *sroce_wq;
+
+#endif /* SROCE_TRANSPORT_H */

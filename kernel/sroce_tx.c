@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce transmit path: one linear skb per packet, IP/UDP headers built
+ * here (the ICRC covers them, so they must be final before it is
+ * computed), routes cached per QP.
+ */
+
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/skbuff.h>
+#include <linux/udp.h>
+#include <net/dst.h>
+#include <net/dst_cache.h>
+#include <net/inet_ecn.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6.h>
+#include <net/ipv6_stubs.h>
+#include <net/route.h>
+
+#include "sroce.h"
+#include "sroce_qp.h"
+#include "sroce_stats.h"
+#include "sroce_transport.h"
+#include "proto/sroce_icrc.h"
+
+#define SROCE_TX_HEADROOM	(LL_MAX_HEADER + sizeof(struct ipv6hdr) + \
+				 sizeof(struct udphdr))
+
+/**
+ * sroce_tx_alloc - allocate the skb for @tp and write its RoCE headers
+ * @qp: the sending QP
+ * @tp: tp->pkt describes the packet (opcode, fields, payload_len)
+ * @gfp: allocation flags
+ *
+ * On success tp->payload points at payload_len bytes for the caller to fill.
+ */
+int sroce_tx_alloc(struct sroce_qp *qp, struct sroce_txpkt *tp, gfp_t gfp)
+{
+	const struct sroce_opcode_info *info;
+	u32 hdr_len, pad, len;
+	struct sk_buff *skb;
+	u8 *hdr;
+
+	info = sroce_opcode_info(tp->pkt.bth.opcode);
+	if (WARN_ON_ONCE(!info))
+		return -EINVAL;
+	hdr_len = info->hdr_len;
+	pad = sroce_pad_len(tp->pkt.payload_len);
+	len = hdr_len + tp->pkt.payload_len + pad + SROCE_ICRC_LEN;
+
+	skb = alloc_skb(SROCE_TX_HEADROOM + len, gfp);
+	if (!skb)
+		return -ENOMEM;
+	skb_reserve(skb, SROCE_TX_HEADROOM);
+	hdr = skb_put(skb, hdr_len);
+	if (sroce_pkt_build_hdrs(hdr, hdr_len, &tp->pkt) != hdr_len) {
+		kfree_skb(skb);
+		return -EINVAL;
+	}
+	tp->payload = skb_put(skb, tp->pkt.payload_len);
+	if (pad)
+		skb_put_zero(skb, pad);
+	tp->skb = skb;
+	return 0;
+}
+
+void sroce_tx_free(struct sroce_txpkt *tp)
+{
+	kfree_skb(tp->skb);
+	tp->skb = NULL;
+}
+
+static struct dst_entry *sroce_route4(struct sroce_qp *qp)
+{
+	struct sroce_av *av = &qp->av;
+	struct flowi4 fl4 = {};
+	__be32 saddr;
+	struct rtable *rt;
+
+	rt = dst_cache_get_ip4(&av->dst, &saddr);
+	if (rt)
+		return &rt->dst;
+	fl4.flowi4_oif = qp->sdev->ndev->ifindex;
+	fl4.saddr = av->saddr.v4;
+	fl4.daddr = av->daddr.v4;
+	fl4.flowi4_proto = IPPROTO_UDP;
+	rt = ip_route_output_key(qp->sdev->net, &fl4);
+	if (IS_ERR(rt))
+		return NULL;
+	dst_cache_set_ip4(&av->dst, &rt->dst, fl4.saddr);
+	return &rt->dst;
+}
+
+static struct dst_entry *sroce_route6(struct sroce_qp *qp)
+{
+	struct sroce_av *av = &qp->av;
+	struct dst_entry *dst;
+	struct flowi6 fl6 = {};
+	struct in6_addr saddr;
+
+	if (!IS_ENABLED(CONFIG_IPV6))
+		return NULL;
+	dst = dst_cache_get_ip6(&av->dst, &saddr);
+	if (dst)
+		return dst;
+	fl6.flowi6_oif = qp->sdev->ndev->ifindex;
+	fl6.saddr = av->saddr.v6;
+	fl6.daddr = av->daddr.v6;
+	fl6.flowi6_proto = IPPROTO_UDP;
+	dst = ipv6_stub->ipv6_dst_lookup_flow(qp->sdev->net, NULL, &fl6, NULL);
+	if (IS_ERR(dst))
+		return NULL;
+	dst_cache_set_ip6(&av->dst, dst, &fl6.saddr);
+	return dst;
+}
+
+/**
+ * sroce_tx_send - add IP/UDP headers and the ICRC to @tp's skb, send it
+ * @qp: the sending QP (its resolved path)
+ * @tp: the packet from sroce_tx_alloc()
+ *
+ * Consumes the skb in every case.
+ */
+int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
+{
+	struct sroce_av *av = &qp->av;
+	struct sk_buff *skb = tp->skb;
+	struct sroce_dev *sdev = qp->sdev;
+	struct dst_entry *dst;
+	struct udphdr *udph;
+	u32 icrc, len;
+	u8 *trailer;
+	int err;
+
+	tp->skb = NULL;
+	dst = av->ipv6 ? sroce_route6(qp) : sroce_route4(qp);
+	if (!dst) {
+		kfree_skb(skb);
+		sroce_stat_inc(sdev, SROCE_CNT_TX_DROP);
+		return -EHOSTUNREACH;
+	}
+	trailer = skb_put(skb, SROCE_ICRC_LEN);
+
+	__skb_push(skb, sizeof(*udph));
+	skb_reset_transport_header(skb);
+	udph = udp_hdr(skb);
+	udph->source = htons(av->sport);
+	udph->dest = htons(SROCE_ROCEV2_UDP_PORT);
+	udph->len = htons(skb->len);
+	/* RoCEv2 sends a zero UDP checksum; the ICRC protects the packet. */
+	udph->check = 0;
+
+	skb_dst_set(skb, dst);
+	skb->dev = dst->dev;
+	skb->ip_summed = CHECKSUM_NONE;
+	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+
+	if (av->ipv6) {
+		struct ipv6hdr *ip6h;
+
+		__skb_push(skb, sizeof(*ip6h));
+		skb_reset_network_header(skb);
+		ip6h = ipv6_hdr(skb);
+		ip6_flow_hdr(ip6h, (av->tos & ~INET_ECN_MASK) | INET_ECN_ECT_0,
+			     htonl(av->flow_label));
+		ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
+		ip6h->nexthdr = IPPROTO_UDP;
+		ip6h->hop_limit = av->ttl;
+		ip6h->saddr = av->saddr.v6;
+		ip6h->daddr = av->daddr.v6;
+		skb->protocol = htons(ETH_P_IPV6);
+	} else {
+		struct iphdr *iph;
+
+		__skb_push(skb, sizeof(*iph));
+		skb_reset_network_header(skb);
+		iph = ip_hdr(skb);
+		iph->version = IPVERSION;
+		iph->ihl = sizeof(*iph) >> 2;
+		iph->tos = (av->tos & ~INET_ECN_MASK) | INET_ECN_ECT_0;
+		iph->tot_len = htons(skb->len);
+		iph->frag_off = htons(IP_DF);
+		iph->ttl = av->ttl;
+		iph->protocol = IPPROTO_UDP;
+		iph->saddr = av->saddr.v4;
+		iph->daddr = av->daddr.v4;
+		__ip_select_ident(sdev->net, iph, 1);
+		iph->check = 0;
+		skb->protocol = htons(ETH_P_IP);
+	}
+
+	len = skb->len - SROCE_ICRC_LEN;
+	if (!sroce_icrc_packet(skb->data, len, &icrc)) {
+		kfree_skb(skb);
+		sroce_stat_inc(sdev, SROCE_CNT_TX_DROP);
+		return -EINVAL;
+	}
+	sroce_icrc_put(trailer, icrc);
+
+	sroce_stat_inc(sdev, SROCE_CNT_TX_PKTS);
+	sroce_stat_add(sdev, SROCE_CNT_TX_BYTES, skb->len);
+	if (av->ipv6)
+		err = ip6_local_out(sdev->net, NULL, skb);
+	else
+		err = ip_local_out(sdev->net, NULL, skb);
+	if (unlikely(net_xmit_eval(err))) {
+		sroce_stat_inc(sdev, SROCE_CNT_TX_DROP);
+		return -ENOBUFS;
+	}
+	return 0;
+}

@@ -27,7 +27,7 @@ CHECKPATCH ?= $(firstword $(wildcard $(BUILD)/linux-source-6.1/scripts/checkpatc
 export KVER
 
 .PHONY: all deps deps-check kernel user test test-host test-vm check check-kernel \
-	check-user demo install clean
+	check-user demo install clean proto-test fuzz
 
 all: kernel user
 
@@ -46,15 +46,28 @@ user: deps-check
 		-DSROCE_WERROR=$(if $(filter 1,$(WERROR)),ON,OFF) >/dev/null
 	cmake --build $(USER_BUILD) -j$$(nproc)
 
-test-host: user
+PROTO_BUILD := $(BUILD)/proto
+
+# Kernel-independent protocol code (kernel/proto), built for the host.
+proto-test: deps-check
+	cmake -S $(ROOT)/kernel/proto/test -B $(PROTO_BUILD) -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(PROTO_BUILD) -j$$(nproc)
+
+test-host: user proto-test
 	ctest --test-dir $(USER_BUILD) --output-on-failure
+	ctest --test-dir $(PROTO_BUILD) --output-on-failure
+
+# Coverage-guided fuzzing of the packet parser (clang/libFuzzer), bounded.
+FUZZ_SECONDS ?= 60
+fuzz:
+	$(ROOT)/kernel/proto/test/run-fuzz.sh $(FUZZ_SECONDS)
 
 # Every selftest in one guest boot; the harness fails the run on any kernel splat.
 test-vm: all
 	$(ROOT)/tools/vm/run --timeout $(VM_TIMEOUT) -- selftests/run.sh $(TESTS)
 
 # One summary line at the end, over host and guest results together.
-test: all
+test: all proto-test
 	@$(ROOT)/tools/test-all.sh
 
 check: check-kernel check-user

@@ -10,6 +10,8 @@ PKGS=(
 	libibverbs-dev librdmacm-dev
 	# static checks
 	sparse linux-source-6.1 clang-format clang-tidy
+	# fuzzing (libFuzzer)
+	clang-14 libclang-rt-14-dev
 	# VM harness
 	qemu-system-x86 busybox-static cpio
 	# run and test

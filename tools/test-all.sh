@@ -43,6 +43,28 @@ if line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$LOG/host.l
 fi
 add_counts host "$LOG/host.log" "$rc"
 
+echo "=== protocol core host tests (ctest) ==="
+ctest --test-dir build/proto --output-on-failure 2>&1 | tee "$LOG/proto.log"
+rc=${PIPESTATUS[0]}
+if line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$LOG/proto.log"); then
+	f=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+	t=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
+	echo "proto: $((t - f)) passed, $f failed" >>"$LOG/proto.log"
+fi
+add_counts proto "$LOG/proto.log" "$rc"
+
+if [[ -n "${FUZZ_SECONDS:-}" ]]; then
+	echo "=== parser fuzzing (${FUZZ_SECONDS}s) ==="
+	if kernel/proto/test/run-fuzz.sh "$FUZZ_SECONDS" >"$LOG/fuzz.log" 2>&1; then
+		echo "fuzz: 1 passed, 0 failed" >>"$LOG/fuzz.log"
+		tail -n 3 "$LOG/fuzz.log"
+	else
+		tail -n 30 "$LOG/fuzz.log"
+		echo "fuzz: 0 passed, 1 failed" >>"$LOG/fuzz.log"
+	fi
+	add_counts fuzz "$LOG/fuzz.log" 0
+fi
+
 echo "=== VM harness self-test ==="
 tools/vm/test/harness-selftest.sh 2>&1 | tee "$LOG/harness.log"
 add_counts harness "$LOG/harness.log" "${PIPESTATUS[0]}"

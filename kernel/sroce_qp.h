@@ -146,6 +146,7 @@ struct sroce_qp {
 		u64 write_va;
 		u32 write_rkey;
 		u32 write_resid;
+		u32 write_len;		/* RETH length of the current WRITE */
 		struct sroce_rd_res *res;
 		u32 nres;		/* max_dest_rd_atomic slots */
 		u32 res_head;		/* next slot to use */

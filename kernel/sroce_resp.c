@@ -30,9 +30,6 @@ enum sroce_res_kind {
 	SROCE_RES_ATOMIC,
 };
 
-/* Serialises atomics against each other across all QPs and devices. */
-static DEFINE_SPINLOCK(sroce_atomic_lock);
-
 int sroce_resp_set_res(struct sroce_qp *qp, u32 n)
 {
 	struct sroce_rd_res *res = NULL, *old;
@@ -296,6 +293,7 @@ static enum sroce_resp_verdict sroce_resp_write(struct sroce_qp *qp,
 		qp->resp.write_va = pkt->reth.va;
 		qp->resp.write_rkey = pkt->reth.rkey;
 		qp->resp.write_resid = pkt->reth.len;
+		qp->resp.write_len = pkt->reth.len;
 	}
 	if (pkt->payload_len > qp->resp.write_resid ||
 	    (last && pkt->payload_len != qp->resp.write_resid))
@@ -317,13 +315,10 @@ static enum sroce_resp_verdict sroce_resp_write(struct sroce_qp *qp,
 	if (!last)
 		return SROCE_RESP_OK;
 	if (imm) {
-		u32 len = first ? pkt->reth.len : 0;
-
 		/* byte_len of WRITE with immediate is the message length. */
-		if (!first)
-			len = (u32)(qp->resp.write_va - pkt->reth.va);
 		sroce_resp_complete_recv(qp, IB_WC_SUCCESS,
-					 IB_WC_RECV_RDMA_WITH_IMM, len,
+					 IB_WC_RECV_RDMA_WITH_IMM,
+					 qp->resp.write_len,
 					 SROCE_WC_F_WITH_IMM,
 					 (__force u32)cpu_to_be32(pkt->imm),
 					 pkt->bth.se);
@@ -401,15 +396,20 @@ static enum sroce_resp_verdict sroce_resp_atomic(struct sroce_qp *qp,
 		sroce_mr_put(mr);
 		return SROCE_RESP_NAK_OP;
 	}
-	spin_lock(&sroce_atomic_lock);
-	orig = READ_ONCE(*p);
+	/*
+	 * CPU atomics on the target word: atomic against other QPs and
+	 * devices and against the owning process's own atomic operations.
+	 */
 	if (pkt->bth.opcode == SROCE_OP_RC_CMP_SWAP) {
-		if (orig == ae->compare)
-			WRITE_ONCE(*p, ae->swap_add);
+		orig = cmpxchg64(p, ae->compare, ae->swap_add);
 	} else {
-		WRITE_ONCE(*p, orig + ae->swap_add);
+		u64 old = READ_ONCE(*p);
+
+		do {
+			orig = old;
+			old = cmpxchg64(p, orig, orig + ae->swap_add);
+		} while (old != orig);
 	}
-	spin_unlock(&sroce_atomic_lock);
 	if (page)
 		kunmap_local(p);
 	sroce_mr_put(mr);

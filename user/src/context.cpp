@@ -43,10 +43,25 @@ static constexpr struct verbs_context_ops make_context_ops() noexcept
 	struct verbs_context_ops o = {};
 
 	o.alloc_pd = alloc_pd;
+	o.create_cq = create_cq;
+	o.create_cq_ex = create_cq_ex;
+	o.create_qp = create_qp;
+	o.create_qp_ex = create_qp_ex;
 	o.dealloc_pd = dealloc_pd;
+	o.dereg_mr = dereg_mr;
+	o.destroy_cq = destroy_cq;
+	o.destroy_qp = destroy_qp;
 	o.free_context = free_context;
+	o.modify_qp = modify_qp;
+	o.poll_cq = poll_cq;
+	o.post_recv = post_recv;
+	o.post_send = post_send;
 	o.query_device_ex = query_device_ex;
 	o.query_port = query_port;
+	o.query_qp = query_qp;
+	o.reg_mr = reg_mr;
+	o.req_notify_cq = req_notify_cq;
+	o.resize_cq = resize_cq;
 	return o;
 }
 

@@ -83,6 +83,39 @@ int query_port(struct ibv_context *ibctx, uint8_t port,
 struct ibv_pd *alloc_pd(struct ibv_context *ibctx) noexcept;
 int dealloc_pd(struct ibv_pd *ibpd) noexcept;
 
+/* mr.cpp */
+struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+		      uint64_t hca_va, int access) noexcept;
+int dereg_mr(struct verbs_mr *vmr) noexcept;
+
+/* cq.cpp */
+struct ibv_cq *create_cq(struct ibv_context *ibctx, int cqe,
+			 struct ibv_comp_channel *channel,
+			 int comp_vector) noexcept;
+struct ibv_cq_ex *create_cq_ex(struct ibv_context *ibctx,
+			       struct ibv_cq_init_attr_ex *attr) noexcept;
+int poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc) noexcept;
+int req_notify_cq(struct ibv_cq *ibcq, int solicited_only) noexcept;
+int resize_cq(struct ibv_cq *ibcq, int cqe) noexcept;
+int destroy_cq(struct ibv_cq *ibcq) noexcept;
+
+/* qp.cpp */
+struct ibv_qp *create_qp(struct ibv_pd *pd,
+			 struct ibv_qp_init_attr *attr) noexcept;
+struct ibv_qp *create_qp_ex(struct ibv_context *ibctx,
+			    struct ibv_qp_init_attr_ex *attr) noexcept;
+int query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+	     struct ibv_qp_init_attr *init_attr) noexcept;
+int modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+	      int attr_mask) noexcept;
+int destroy_qp(struct ibv_qp *ibqp) noexcept;
+
+/* post.cpp */
+int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+	      struct ibv_send_wr **bad_wr) noexcept;
+int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+	      struct ibv_recv_wr **bad_wr) noexcept;
+
 } // namespace sroce
 
 #endif /* SROCE_PROVIDER_H */

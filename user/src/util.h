@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <memory>
+#include <new>
 #include <type_traits>
+#include <utility>
 
 namespace sroce
 {
@@ -30,6 +32,35 @@ template <typename T> c_ptr<T> c_zalloc() noexcept
 	static_assert(std::is_trivially_destructible_v<T>);
 	// NOLINTNEXTLINE(cppcoreguidelines-no-malloc)
 	return c_ptr<T>(static_cast<T *>(calloc(1, sizeof(T))));
+}
+
+/*
+ * Provider objects with C++ members (locks, mappings) that embed a
+ * libibverbs object first. They live in calloc()ed memory, so the C parts
+ * start zeroed whatever the constructor leaves out, and are destroyed and
+ * freed by obj_ptr. No operator new: its nothrow form still links
+ * libstdc++'s exception handling.
+ */
+template <typename T> struct obj_deleter {
+	void operator()(T *p) const noexcept
+	{
+		p->~T();
+		free(p); // NOLINT(cppcoreguidelines-no-malloc)
+	}
+};
+
+template <typename T> using obj_ptr = std::unique_ptr<T, obj_deleter<T>>;
+
+template <typename T, typename... Args>
+obj_ptr<T> c_new(Args &&...args) noexcept
+{
+	static_assert(std::is_standard_layout_v<T>);
+	static_assert(std::is_nothrow_constructible_v<T, Args...>);
+	// NOLINTNEXTLINE(cppcoreguidelines-no-malloc)
+	void *mem = calloc(1, sizeof(T));
+	if (!mem)
+		return obj_ptr<T>();
+	return obj_ptr<T>(new (mem) T(std::forward<Args>(args)...));
 }
 
 } // namespace sroce

@@ -6,7 +6,10 @@
 #  - it imports only IBVERBS_PRIVATE_34, IBVERBS_1.x and glibc symbols,
 #    and every private one really exists in the libibverbs we run with;
 #  - it needs only libibverbs.so.1 and libc.so.6 (libstdc++ is static);
-#  - it is linked -z now and has no text relocations or SONAME.
+#  - it is linked -z now and has no text relocations or SONAME;
+#  - no libstdc++ exception or static-guard machinery got linked in (built
+#    -fno-exceptions, a throwing std:: API or a function-local static with
+#    a dynamic initialiser would still pull it from the static libstdc++).
 set -eu
 
 so=$1
@@ -59,6 +62,12 @@ dyn=$(readelf -d "$so")
 echo "$dyn" | grep -q -E 'BIND_NOW|FLAGS_1.*NOW' || err "not linked with -z now"
 echo "$dyn" | grep -q TEXTREL && err "has text relocations"
 echo "$dyn" | grep -q SONAME && err "has a SONAME (should be a plain module)"
+
+# Static symbols too (nm without -D); a stripped module has none to show.
+eh=$(nm "$so" 2>/dev/null | awk '{print $NF}' |
+	grep -E '^(__cxa_(throw|rethrow|begin_catch|end_catch|allocate_exception|guard_acquire|guard_release)|__gxx_personality_v0|_Unwind_Resume|_ZSt[0-9]*__throw_)' |
+	sort -u || true)
+[ -z "$eh" ] || err "libstdc++ exception/guard code linked in: $(echo $eh)"
 
 private=$(echo "$imports" | awk '$1 == "IBVERBS_PRIVATE_34"' | wc -l)
 echo "check_symbols: $(echo "$imports" | wc -l) imports ($private private), needed: $needed"

@@ -71,10 +71,28 @@ TEST(Provider, ContextOpsAreTheOnesWeImplement)
 	EXPECT_NE(o.free_context, nullptr);
 	EXPECT_NE(o.query_device_ex, nullptr);
 	EXPECT_NE(o.query_port, nullptr);
+	EXPECT_NE(o.reg_mr, nullptr);
+	EXPECT_NE(o.dereg_mr, nullptr);
+	EXPECT_NE(o.create_cq, nullptr);
+	EXPECT_NE(o.create_cq_ex, nullptr);
+	EXPECT_NE(o.poll_cq, nullptr);
+	EXPECT_NE(o.req_notify_cq, nullptr);
+	EXPECT_NE(o.resize_cq, nullptr);
+	EXPECT_NE(o.destroy_cq, nullptr);
+	EXPECT_NE(o.create_qp, nullptr);
+	EXPECT_NE(o.create_qp_ex, nullptr);
+	EXPECT_NE(o.modify_qp, nullptr);
+	EXPECT_NE(o.query_qp, nullptr);
+	EXPECT_NE(o.destroy_qp, nullptr);
+	EXPECT_NE(o.post_send, nullptr);
+	EXPECT_NE(o.post_recv, nullptr);
 	/* Not yet: libibverbs' EOPNOTSUPP defaults must stay in place. */
-	EXPECT_EQ(o.create_cq, nullptr);
-	EXPECT_EQ(o.create_qp, nullptr);
-	EXPECT_EQ(o.reg_mr, nullptr);
+	EXPECT_EQ(o.create_srq, nullptr);
+	EXPECT_EQ(o.post_srq_recv, nullptr);
+	EXPECT_EQ(o.create_ah, nullptr);
+	EXPECT_EQ(o.alloc_mw, nullptr);
+	EXPECT_EQ(o.bind_mw, nullptr);
+	EXPECT_EQ(o.rereg_mr, nullptr);
 }
 
 TEST(Provider, ToCtxRoundTrips)

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ibv_post_send / ibv_post_recv: encode work requests into the mapped
+ * rings, publish the producer index once per call, and for the send queue
+ * ring one doorbell. The kernel copies every WQE once and re-validates it;
+ * the checks here exist to give the caller the right errno and *bad_wr.
+ */
+#include "log.h"
+#include "provider.h"
+#include "qp.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+namespace sroce
+{
+
+namespace
+{
+
+const void *user_ptr(uint64_t addr) noexcept
+{
+	// NOLINTNEXTLINE(performance-no-int-to-ptr): a verbs address is a VA
+	return reinterpret_cast<const void *>(static_cast<uintptr_t>(addr));
+}
+
+unsigned char *payload(void *slot) noexcept
+{
+	return static_cast<unsigned char *>(slot) + SROCE_SEND_WQE_HDR_SIZE;
+}
+
+void put_sges(unsigned char *dst, const struct ibv_sge *sg, size_t n) noexcept
+{
+	for (size_t i = 0; i < n; i++) {
+		const sroce_sge s = {
+			.addr = sg[i].addr,
+			.length = sg[i].length,
+			.lkey = sg[i].lkey,
+		};
+		memcpy(dst + i * sizeof(s), &s, sizeof(s));
+	}
+}
+
+} // namespace
+
+uint32_t allowed_opcodes(enum ibv_qp_type type) noexcept
+{
+	/*
+	 * No LOCAL_INV or BIND_MW until the kernel has memory windows and
+	 * fast registration: it would only complete them with an error.
+	 */
+	constexpr uint32_t uc =
+		op_bit(IBV_WR_RDMA_WRITE) | op_bit(IBV_WR_RDMA_WRITE_WITH_IMM) |
+		op_bit(IBV_WR_SEND) | op_bit(IBV_WR_SEND_WITH_IMM) |
+		op_bit(IBV_WR_SEND_WITH_INV);
+	constexpr uint32_t rc = uc | op_bit(IBV_WR_RDMA_READ) | atomic_opcodes;
+	constexpr uint32_t ud =
+		op_bit(IBV_WR_SEND) | op_bit(IBV_WR_SEND_WITH_IMM);
+
+	switch (type) {
+	case IBV_QPT_RC:
+		return rc;
+	case IBV_QPT_UC:
+		return uc;
+	case IBV_QPT_UD:
+		return ud;
+	default:
+		return 0;
+	}
+}
+
+uint64_t allowed_send_ops(enum ibv_qp_type type) noexcept
+{
+	struct map {
+		enum ibv_wr_opcode op;
+		uint64_t flag;
+	};
+	static constexpr map ops[] = {
+		{IBV_WR_RDMA_WRITE, IBV_QP_EX_WITH_RDMA_WRITE},
+		{IBV_WR_RDMA_WRITE_WITH_IMM,
+		 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM},
+		{IBV_WR_SEND, IBV_QP_EX_WITH_SEND},
+		{IBV_WR_SEND_WITH_IMM, IBV_QP_EX_WITH_SEND_WITH_IMM},
+		{IBV_WR_RDMA_READ, IBV_QP_EX_WITH_RDMA_READ},
+		{IBV_WR_ATOMIC_CMP_AND_SWP, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP},
+		{IBV_WR_ATOMIC_FETCH_AND_ADD,
+		 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD},
+		{IBV_WR_SEND_WITH_INV, IBV_QP_EX_WITH_SEND_WITH_INV},
+	};
+	const uint32_t allowed = allowed_opcodes(type);
+	uint64_t flags = 0;
+
+	for (const auto &m : ops)
+		if (allowed & op_bit(m.op))
+			flags |= m.flag;
+	return flags;
+}
+
+bool send_queue::attach(void *base, size_t len,
+			const struct ibv_qp_cap &cap) noexcept
+{
+	/* The slot must hold what the kernel promised in cap. */
+	const size_t need =
+		SROCE_SEND_WQE_HDR_SIZE +
+		std::max(size_t{cap.max_send_sge} * sizeof(sroce_sge),
+			 size_t{cap.max_inline_data});
+	const auto r = sroce::ring::attach(base, len, need);
+
+	if (!r || r->num_slots() < cap.max_send_wr)
+		return false;
+	const size_t room = r->slot_size() - SROCE_SEND_WQE_HDR_SIZE;
+	max_sge = static_cast<uint32_t>(std::min<size_t>(
+		{cap.max_send_sge, room / sizeof(sroce_sge), UINT16_MAX}));
+	max_inline = static_cast<uint32_t>(
+		std::min<size_t>(cap.max_inline_data, room));
+	ring.emplace(*r);
+	return true;
+}
+
+bool recv_queue::attach(void *base, size_t len,
+			const struct ibv_qp_cap &cap) noexcept
+{
+	const size_t need = sizeof(sroce_recv_wqe) +
+			    size_t{cap.max_recv_sge} * sizeof(sroce_sge);
+	const auto r = sroce::ring::attach(base, len, need);
+
+	if (!r || r->num_slots() < cap.max_recv_wr)
+		return false;
+	const size_t room = r->slot_size() - sizeof(sroce_recv_wqe);
+	max_sge = static_cast<uint32_t>(
+		std::min<size_t>(cap.max_recv_sge, room / sizeof(sroce_sge)));
+	ring.emplace(*r);
+	return true;
+}
+
+int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
+		    void *slot) noexcept
+{
+	const send_queue &sq = q.sq;
+	const enum ibv_qp_type type = q.vqp.qp.qp_type;
+	const auto op = static_cast<unsigned>(wr.opcode);
+
+	if (op >= 32 || !(allowed_opcodes(type) & (1U << op)))
+		return EINVAL;
+	if (wr.send_flags & ~send_flags_mask)
+		return EINVAL;
+	if (wr.num_sge < 0 || (wr.num_sge > 0 && !wr.sg_list))
+		return EINVAL;
+
+	const auto nsge = static_cast<size_t>(wr.num_sge);
+	const bool is_inline = wr.send_flags & IBV_SEND_INLINE;
+	uint64_t len = 0;
+
+	for (size_t i = 0; i < nsge; i++)
+		len += wr.sg_list[i].length;
+
+	if (is_inline) {
+		if (!(inline_opcodes & (1U << op)) || len > sq.max_inline)
+			return EINVAL;
+	} else if (nsge > sq.max_sge) {
+		return EINVAL;
+	}
+	if (atomic_opcodes & (1U << op)) {
+		if (len < atomic_len || (wr.wr.atomic.remote_addr & 7))
+			return EINVAL;
+	}
+	if (type == IBV_QPT_UD && !wr.wr.ud.ah)
+		return EINVAL;
+
+	sroce_send_wqe h = {};
+	h.wr_id = wr.wr_id;
+	h.opcode = static_cast<__u8>(op);
+	h.flags = static_cast<__u8>(wr.send_flags);
+
+	switch (wr.opcode) {
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		h.imm_or_inv = wr.imm_data;
+		[[fallthrough]];
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_READ:
+		h.rkey = wr.wr.rdma.rkey;
+		h.remote_addr = wr.wr.rdma.remote_addr;
+		break;
+	case IBV_WR_SEND_WITH_IMM:
+		h.imm_or_inv = wr.imm_data;
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		h.imm_or_inv = wr.invalidate_rkey;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		h.rkey = wr.wr.atomic.rkey;
+		h.remote_addr = wr.wr.atomic.remote_addr;
+		h.compare_add = wr.wr.atomic.compare_add;
+		h.swap = wr.wr.atomic.swap;
+		break;
+	default:
+		break;
+	}
+	if (type == IBV_QPT_UD) {
+		h.ah = wr.wr.ud.ah->handle;
+		h.remote_qpn = wr.wr.ud.remote_qpn;
+		h.remote_qkey = wr.wr.ud.remote_qkey;
+	}
+
+	unsigned char *dst = payload(slot);
+	if (is_inline) {
+		for (size_t i = 0; i < nsge; i++) {
+			const uint32_t n = wr.sg_list[i].length;
+			if (n)
+				memcpy(dst, user_ptr(wr.sg_list[i].addr), n);
+			dst += n;
+		}
+		h.inline_len = static_cast<__u32>(len);
+	} else {
+		put_sges(dst, wr.sg_list, nsge);
+		h.num_sge = static_cast<__u16>(nsge);
+	}
+	memcpy(slot, &h, sizeof(h));
+	return 0;
+}
+
+int encode_recv_wqe(const recv_queue &rq, const struct ibv_recv_wr &wr,
+		    void *slot) noexcept
+{
+	if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > rq.max_sge ||
+	    (wr.num_sge > 0 && !wr.sg_list))
+		return EINVAL;
+
+	const sroce_recv_wqe h = {
+		.wr_id = wr.wr_id,
+		.num_sge = static_cast<__u32>(wr.num_sge),
+		.reserved = 0,
+	};
+	memcpy(slot, &h, sizeof(h));
+	put_sges(static_cast<unsigned char *>(slot) + sizeof(h), wr.sg_list,
+		 static_cast<size_t>(wr.num_sge));
+	return 0;
+}
+
+int kernel_doorbell(struct ibv_qp *ibqp) noexcept
+{
+	struct ibv_send_wr *bad = nullptr;
+
+	/* POST_SEND with wr_count 0: "look at the SQ ring". */
+	return ibv_cmd_post_send(ibqp, nullptr, &bad);
+}
+
+int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+	      struct ibv_send_wr **bad_wr) noexcept
+{
+	qp *q = to_qp(ibqp);
+	send_queue &sq = q->sq;
+	struct ibv_send_wr *const first = wr;
+	uint32_t n = 0;
+	int ret = 0;
+
+	{
+		const std::lock_guard<spinlock> guard(sq.lock);
+
+		if (!sq.ring) {
+			*bad_wr = wr;
+			return EINVAL;
+		}
+		ring_producer &p = *sq.ring;
+		uint32_t room = p.free_slots();
+
+		for (; wr; wr = wr->next) {
+			if (n == room) {
+				room = p.free_slots();
+				if (n == room) {
+					ret = ENOMEM;
+					break;
+				}
+			}
+			ret = encode_send_wqe(*q, *wr, p.next(n));
+			if (ret)
+				break;
+			n++;
+		}
+		if (n)
+			p.publish(n);
+	}
+
+	if (ret)
+		*bad_wr = wr;
+	/*
+	 * Outside the lock: every publish is followed by at least one
+	 * doorbell, whichever thread's it is, and the kernel reads the
+	 * producer index, not the doorbell count.
+	 */
+	if (n) {
+		const int db = q->doorbell(ibqp);
+		/*
+		 * The WQEs are in the ring and the kernel may run them at the
+		 * next doorbell; still report that this one failed.
+		 */
+		if (db && !ret) {
+			ret = db;
+			*bad_wr = first;
+		}
+	}
+	return ret;
+}
+
+int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+	      struct ibv_recv_wr **bad_wr) noexcept
+{
+	recv_queue &rq = to_qp(ibqp)->rq;
+	const std::lock_guard<spinlock> guard(rq.lock);
+	uint32_t n = 0;
+	int ret = 0;
+
+	if (!rq.ring) {
+		/* The QP receives through an SRQ (or has no RQ at all). */
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	ring_producer &p = *rq.ring;
+	uint32_t room = p.free_slots();
+
+	for (; wr; wr = wr->next) {
+		if (n == room) {
+			room = p.free_slots();
+			if (n == room) {
+				ret = ENOMEM;
+				break;
+			}
+		}
+		ret = encode_recv_wqe(rq, *wr, p.next(n));
+		if (ret)
+			break;
+		n++;
+	}
+	if (n)
+		p.publish(n);
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+} // namespace sroce

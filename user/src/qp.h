@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Queue pairs: the send and receive rings the provider produces into and
+ * the kernel consumes from, and the work request encoders.
+ *
+ * Posting never enters the kernel except for the send doorbell: one
+ * write() of IB_USER_VERBS_CMD_POST_SEND with no work requests per
+ * ibv_post_send() call or per wr_complete(), after the producer index
+ * covering every new WQE has been published. The doorbell goes through a
+ * per-QP function pointer so the unit tests can count it without a kernel.
+ */
+#ifndef SROCE_QP_H
+#define SROCE_QP_H
+
+#include "abi.h"
+#include "lock.h"
+#include "mapping.h"
+#include "ring.h"
+#include "verbs_private.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+
+namespace sroce
+{
+
+static_assert(SROCE_SEND_FENCE == IBV_SEND_FENCE);
+static_assert(SROCE_SEND_SIGNALED == IBV_SEND_SIGNALED);
+static_assert(SROCE_SEND_SOLICITED == IBV_SEND_SOLICITED);
+static_assert(SROCE_SEND_INLINE == IBV_SEND_INLINE);
+/* The ring uses the verbs numbering; compare across the two enums. */
+template <typename A, typename B> constexpr bool same_value(A a, B b) noexcept
+{
+	return static_cast<long>(a) == static_cast<long>(b);
+}
+static_assert(same_value(SROCE_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE));
+static_assert(same_value(SROCE_WR_RDMA_WRITE_WITH_IMM,
+			 IBV_WR_RDMA_WRITE_WITH_IMM));
+static_assert(same_value(SROCE_WR_SEND, IBV_WR_SEND));
+static_assert(same_value(SROCE_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM));
+static_assert(same_value(SROCE_WR_RDMA_READ, IBV_WR_RDMA_READ));
+static_assert(same_value(SROCE_WR_ATOMIC_CMP_AND_SWP,
+			 IBV_WR_ATOMIC_CMP_AND_SWP));
+static_assert(same_value(SROCE_WR_ATOMIC_FETCH_AND_ADD,
+			 IBV_WR_ATOMIC_FETCH_AND_ADD));
+static_assert(same_value(SROCE_WR_LOCAL_INV, IBV_WR_LOCAL_INV));
+static_assert(same_value(SROCE_WR_BIND_MW, IBV_WR_BIND_MW));
+static_assert(same_value(SROCE_WR_SEND_WITH_INV, IBV_WR_SEND_WITH_INV));
+
+/* The send flags a WQE may carry. */
+inline constexpr unsigned int send_flags_mask =
+	SROCE_SEND_FENCE | SROCE_SEND_SIGNALED | SROCE_SEND_SOLICITED |
+	SROCE_SEND_INLINE;
+
+/* Work request opcodes (as a bit per ibv_wr_opcode) a QP type may post. */
+constexpr uint32_t op_bit(enum ibv_wr_opcode op) noexcept
+{
+	return 1U << static_cast<unsigned>(op);
+}
+uint32_t allowed_opcodes(enum ibv_qp_type type) noexcept;
+/* The same as IBV_QP_EX_WITH_* bits, for create_qp_ex's send_ops_flags. */
+uint64_t allowed_send_ops(enum ibv_qp_type type) noexcept;
+/* Opcodes whose payload may be inline. */
+inline constexpr uint32_t inline_opcodes =
+	op_bit(IBV_WR_SEND) | op_bit(IBV_WR_SEND_WITH_IMM) |
+	op_bit(IBV_WR_SEND_WITH_INV) | op_bit(IBV_WR_RDMA_WRITE) |
+	op_bit(IBV_WR_RDMA_WRITE_WITH_IMM);
+inline constexpr uint32_t atomic_opcodes =
+	op_bit(IBV_WR_ATOMIC_CMP_AND_SWP) | op_bit(IBV_WR_ATOMIC_FETCH_AND_ADD);
+/* The local buffer of an atomic holds the 8-byte original value. */
+inline constexpr uint32_t atomic_len = 8;
+
+/* Rings the send doorbell for qp; returns 0 or an errno. */
+using doorbell_fn = int (*)(struct ibv_qp *qp) noexcept;
+
+/* The real one: ibv_cmd_post_send() with no work requests. */
+int kernel_doorbell(struct ibv_qp *qp) noexcept;
+
+struct send_queue {
+	spinlock lock;
+	mapping map;
+	std::optional<ring_producer> ring; /* empty: the QP has no SQ */
+	uint32_t max_sge = 0;		   /* SGEs that fit a WQE slot */
+	uint32_t max_inline = 0;	   /* inline bytes that fit a slot */
+
+	/*
+	 * ibv_qp_ex builder state, from wr_start() to wr_complete() or
+	 * wr_abort(), all under the lock: the WQEs written so far (not yet
+	 * published), the one being built, and the first error.
+	 */
+	uint32_t wr_count = 0;
+	uint32_t wr_free = 0;
+	int wr_err = 0;
+	sroce_send_wqe *wr_cur = nullptr;
+	uint64_t wr_cur_len = 0; /* bytes the current WQE moves */
+	bool wr_cur_needs_ud = false;
+
+	bool attach(void *base, size_t len,
+		    const struct ibv_qp_cap &cap) noexcept;
+};
+
+struct recv_queue {
+	spinlock lock;
+	mapping map;
+	std::optional<ring_producer> ring; /* empty: SRQ or no RQ */
+	uint32_t max_sge = 0;
+
+	bool attach(void *base, size_t len,
+		    const struct ibv_qp_cap &cap) noexcept;
+};
+
+struct qp {
+	struct verbs_qp vqp {
+	};
+	doorbell_fn doorbell = kernel_doorbell;
+	send_queue sq;
+	recv_queue rq;
+};
+
+static_assert(std::is_standard_layout_v<qp> && offsetof(qp, vqp) == 0);
+
+inline qp *to_qp(struct ibv_qp *ibqp) noexcept
+{
+	return reinterpret_cast<qp *>(ibqp);
+}
+
+inline qp *to_qp(struct ibv_qp_ex *ibqp) noexcept
+{
+	return reinterpret_cast<qp *>(ibqp);
+}
+
+/*
+ * Encode one work request into a slot of slot_size bytes: the 64-byte
+ * header, then the SGEs or the inline bytes. Checks everything the QP's
+ * type and capabilities allow; returns 0 or EINVAL (nothing is written on
+ * EINVAL that a later WQE would not overwrite).
+ */
+int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
+		    void *slot) noexcept;
+int encode_recv_wqe(const recv_queue &rq, const struct ibv_recv_wr &wr,
+		    void *slot) noexcept;
+
+/* create_qp_ex: EOPNOTSUPP for what this provider cannot do. */
+int check_qp_init_attr(const struct ibv_qp_init_attr_ex &attr) noexcept;
+
+/* Install the ibv_qp_ex wr_* callbacks for the send_ops_flags asked for. */
+void set_qp_ex_ops(qp &q, uint64_t send_ops_flags) noexcept;
+
+} // namespace sroce
+
+#endif /* SROCE_QP_H */

@@ -83,6 +83,17 @@ struct sroce_queue_hdr {
 
 #define SROCE_QUEUE_DATA_OFFSET		256
 
+/*
+ * sroce_queue_hdr.flags, written by the kernel. SROCE_QUEUE_F_QP_ERR is set
+ * on a QP's SQ and RQ when the QP enters the error state. post_recv never
+ * enters the kernel, so a receive posted after that would never be flushed:
+ * the provider publishes the producer index, issues a full barrier, reads
+ * this flag, and if it is set rings the send doorbell, on which the kernel
+ * flushes both queues. The kernel sets the flag, issues a full barrier,
+ * then flushes, so one side always sees the other.
+ */
+#define SROCE_QUEUE_F_QP_ERR		(1U << 0)
+
 struct sroce_create_cq_resp {
 	struct sroce_mmap_info mi;
 };

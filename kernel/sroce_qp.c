@@ -255,6 +255,14 @@ static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 	if ((mask & IB_QP_PATH_MTU) &&
 	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
 		return -EINVAL;
+	/*
+	 * sroce sends with DF set: a path MTU the netdev cannot carry would
+	 * drop every full-size packet until the retry limit.
+	 */
+	if ((mask & IB_QP_PATH_MTU) &&
+	    ib_mtu_enum_to_int(attr->path_mtu) >
+	    sroce_ib_mtu_bytes(sroce_ib_mtu_for_netdev(READ_ONCE(qp->sdev->ndev->mtu))))
+		return -EINVAL;
 	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
 		return -EINVAL;
 	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
@@ -268,6 +276,20 @@ static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 	if (mask & IB_QP_ALT_PATH)
 		return -EOPNOTSUPP;
 	return 0;
+}
+
+/*
+ * Tell the process the QP is in error before flushing (see
+ * SROCE_QUEUE_F_QP_ERR): flag, full barrier, then the caller flushes.
+ */
+static void sroce_qp_mark_error(struct sroce_qp *qp, bool err)
+{
+	u32 f = err ? SROCE_QUEUE_F_QP_ERR : 0;
+
+	WRITE_ONCE(qp->sq.hdr->flags, f);
+	WRITE_ONCE(qp->rq.hdr->flags, f);
+	/* Pairs with the provider's fence between producer store and flag load. */
+	smp_mb();
 }
 
 int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -357,6 +379,8 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->state = next;
 		qp->attr.qp_state = next;
 		spin_unlock_bh(&qp->state_lock);
+		if (next == IB_QPS_ERR || next == IB_QPS_RESET)
+			sroce_qp_mark_error(qp, next == IB_QPS_ERR);
 		if (next == IB_QPS_ERR)
 			sroce_qp_flush(qp);
 		else if (next == IB_QPS_RTS)
@@ -404,8 +428,10 @@ void sroce_qp_error(struct sroce_qp *qp)
 		changed = true;
 	}
 	spin_unlock_bh(&qp->state_lock);
-	if (changed)
+	if (changed) {
+		sroce_qp_mark_error(qp, true);
 		sroce_qp_flush(qp);
+	}
 }
 
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)

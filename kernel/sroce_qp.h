@@ -13,7 +13,7 @@
  * - @sq_lock (BH) protects what both share: the send state (req.*, comp.*)
  *   and the per-WQE status array. Packets are built outside it.
  * - The responder runs in softirq from the receive path; @resp_lock (BH)
- *   protects resp.*. READ responses are streamed by qp->resp_work.
+ *   protects resp.*. READ responses are sent inline, in PSN order.
  * - @state_lock (BH) protects state transitions; the data path reads
  *   qp->state with READ_ONCE and rechecks under its own lock.
  *
@@ -62,6 +62,7 @@ struct sroce_wqe_st {
 	u32 last_psn;
 	u32 resid;		/* READ: bytes still to arrive */
 	u8 state;
+	u8 started;		/* first packet sent: first_psn is valid */
 	u8 status;		/* enum ib_wc_status when DONE */
 	u8 fenced;
 };
@@ -134,7 +135,6 @@ struct sroce_qp {
 	struct sroce_queue rq;
 	u32 max_recv_sge;
 	spinlock_t rq_post_lock;	/* kernel post_recv producers */
-	struct work_struct resp_work;
 	struct {
 		u32 epsn;		/* expected PSN */
 		u32 msn;

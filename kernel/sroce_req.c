@@ -210,38 +210,49 @@ static void sroce_retrans_arm(struct sroce_qp *qp)
 }
 
 /*
- * Go back to the oldest unacknowledged PSN. The WQE that holds it restarts
- * at the packet of that PSN (a READ restarts whole), later WQEs restart
- * from their beginning. Called with sq_lock held.
+ * Go back to the oldest unacknowledged PSN. The WQE that holds it resumes
+ * at the packet of that PSN (a READ or atomic restarts whole, at its first
+ * PSN), later WQEs restart from their beginning. A message can be partly
+ * sent and partly acknowledged, so "started" rather than "fully sent"
+ * decides whether the oldest WQE resumes mid-message. sq_lock held.
  */
 static void sroce_req_rewind(struct sroce_qp *qp)
 {
+	u32 old_psn = qp->req.psn;
+	s32 resend;
 	u32 idx;
 
 	qp->req.rd_atomic = 0;
-	qp->req.cur = qp->comp.idx;
 	qp->req.offset = 0;
 	qp->req.psn = qp->comp.psn;
-	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
+	/* Acknowledged WQEs may not be retired yet: start after them. */
+	qp->req.cur = qp->comp.idx;
+	while (qp->req.cur != qp->req.fetched &&
+	       sroce_wst(qp, qp->req.cur)->state == SROCE_WQE_DONE)
+		qp->req.cur++;
+	for (idx = qp->req.cur; idx != qp->req.fetched; idx++) {
 		struct sroce_wqe_st *st = sroce_wst(qp, idx);
 		struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
 
 		if (st->state == SROCE_WQE_DONE)
 			continue;
-		if (idx == qp->comp.idx && st->state != SROCE_WQE_POSTED &&
-		    !sroce_wqe_is_rd_atomic(w->opcode)) {
+		if (idx == qp->req.cur && st->started) {
 			s32 d = sroce_psn_diff(qp->comp.psn, st->first_psn);
 
-			if (d > 0)
+			if (sroce_wqe_is_rd_atomic(w->opcode) || d <= 0) {
+				qp->req.psn = st->first_psn;
+			} else {
 				qp->req.offset = d * qp->mtu;
+				qp->req.psn = qp->comp.psn;
+			}
 		}
-		if (idx == qp->comp.idx && sroce_wqe_is_rd_atomic(w->opcode) &&
-		    st->state != SROCE_WQE_POSTED)
-			qp->req.psn = st->first_psn;
+		if (idx != qp->req.cur || !qp->req.offset)
+			st->started = 0;
 		st->state = SROCE_WQE_POSTED;
 	}
-	if (qp->req.offset)
-		qp->req.psn = qp->comp.psn;
+	resend = sroce_psn_diff(old_psn, qp->req.psn);
+	if (resend > 0)
+		sroce_stat_add(qp->sdev, SROCE_CNT_RETRANS_PKTS, resend);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -418,6 +429,7 @@ static int sroce_req_one(struct sroce_qp *qp)
 				     SROCE_ACKREQ_EVERY);
 	pkt->payload_len = plen;
 	if (first) {
+		st->started = 1;
 		st->first_psn = qp->req.psn;
 		st->last_psn = sroce_psn_add(qp->req.psn, npsn - 1);
 		st->resid = len;
@@ -830,8 +842,6 @@ static void sroce_retrans_timeout(struct timer_list *t)
 		fatal = true;
 	} else {
 		qp->comp.retry_cnt--;
-		sroce_stat_add(qp->sdev, SROCE_CNT_RETRANS_PKTS,
-			       sroce_psn_diff(qp->req.psn, qp->comp.psn));
 		sroce_req_rewind(qp);
 	}
 	if (fatal)
@@ -892,7 +902,6 @@ void sroce_qp_flush(struct sroce_qp *qp)
 void sroce_transport_init_qp(struct sroce_qp *qp)
 {
 	INIT_WORK(&qp->req_work, sroce_req_work);
-	INIT_WORK(&qp->resp_work, sroce_resp_work);
 	timer_setup(&qp->comp.retrans_timer, sroce_retrans_timeout, 0);
 	timer_setup(&qp->comp.rnr_timer, sroce_rnr_timeout, 0);
 }
@@ -927,7 +936,6 @@ void sroce_transport_stop(struct sroce_qp *qp)
 	del_timer_sync(&qp->comp.retrans_timer);
 	del_timer_sync(&qp->comp.rnr_timer);
 	cancel_work_sync(&qp->req_work);
-	cancel_work_sync(&qp->resp_work);
 	del_timer_sync(&qp->comp.retrans_timer);
 	del_timer_sync(&qp->comp.rnr_timer);
 }

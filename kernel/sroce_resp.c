@@ -4,7 +4,7 @@
  * generates ACKs/NAKs, streams READ responses, and answers duplicates
  * (re-ACK, re-execute READ, replay the saved atomic result; IBTA C9-105).
  *
- * Runs in softirq under resp_lock, except READ streaming (resp_work).
+ * Runs in softirq under resp_lock.
  */
 
 #include <linux/highmem.h>
@@ -23,6 +23,8 @@
 
 /* We do not run end-to-end credits: advertise "invalid" (unlimited). */
 #define SROCE_CREDIT_INVALID	31
+
+static void sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r);
 
 enum sroce_res_kind {
 	SROCE_RES_FREE,
@@ -367,7 +369,7 @@ static enum sroce_resp_verdict sroce_resp_read(struct sroce_qp *qp,
 	res->len = pkt->reth.len;
 	res->sent = 0;
 	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
-	queue_work(sroce_wq, &qp->resp_work);
+	sroce_resp_stream(qp, res);
 	return SROCE_RESP_DONE;
 }
 
@@ -450,7 +452,7 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 				/* Re-execute the whole READ. */
 				res->next_psn = res->first_psn;
 				res->sent = 0;
-				queue_work(sroce_wq, &qp->resp_work);
+				sroce_resp_stream(qp, res);
 			}
 			return;
 		}
@@ -555,29 +557,27 @@ out:
 	spin_unlock_bh(&qp->resp_lock);
 }
 
-/* Send the responses of one READ resource; resp_lock not held. */
+/*
+ * Send the responses of a READ resource, in softirq under resp_lock.
+ *
+ * Responses must leave in PSN order with the ACKs of later requests, and
+ * the data must be read before any later WRITE on this QP lands, so the
+ * READ executes here, inline, like every other request. A response that
+ * cannot be allocated is simply not sent: the requester times out and
+ * asks again (the duplicate READ restarts the stream).
+ */
 static void sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r)
 {
-	for (;;) {
+	do {
 		struct sroce_txpkt tp = {};
 		struct sroce_mr *mr = NULL;
-		u32 len, off, psn;
+		u32 len, off = r->sent;
 		bool first, last;
 		u64 va;
 
-		spin_lock_bh(&qp->resp_lock);
-		if (r->kind != SROCE_RES_READ || r->sent > r->len ||
-		    (r->sent == r->len && r->len) ||
-		    (r->len == 0 && r->next_psn != r->first_psn) ||
-		    READ_ONCE(qp->state) == IB_QPS_ERR) {
-			spin_unlock_bh(&qp->resp_lock);
-			return;
-		}
-		off = r->sent;
 		len = min(r->len - off, qp->mtu);
 		first = off == 0;
 		last = off + len >= r->len;
-		psn = r->next_psn;
 		va = r->va + off;
 		tp.pkt.bth.opcode = first && last ? SROCE_OP_RC_READ_RESP_ONLY :
 				    first ? SROCE_OP_RC_READ_RESP_FIRST :
@@ -585,23 +585,19 @@ static void sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r)
 				    SROCE_OP_RC_READ_RESP_MIDDLE;
 		tp.pkt.bth.pkey = SROCE_DEFAULT_PKEY;
 		tp.pkt.bth.dqpn = qp->attr.dest_qp_num;
-		tp.pkt.bth.psn = psn;
+		tp.pkt.bth.psn = r->next_psn;
 		tp.pkt.aeth.syndrome = sroce_aeth_ack(SROCE_CREDIT_INVALID);
 		tp.pkt.aeth.msn = qp->resp.msn;
 		tp.pkt.payload_len = len;
-		r->sent += len;
-		r->next_psn = sroce_psn_add(psn, 1);
-		if (!r->len)
-			r->sent = 1;	/* a zero-length READ: one response */
-		spin_unlock_bh(&qp->resp_lock);
 
 		if (len) {
+			/* Re-checked per packet: the MR may be going away. */
 			mr = sroce_resp_rkey(qp, r->rkey, va, len,
 					     IB_ACCESS_REMOTE_READ);
 			if (!mr)
 				return;
 		}
-		if (sroce_tx_alloc(qp, &tp, GFP_KERNEL)) {
+		if (sroce_tx_alloc(qp, &tp, GFP_ATOMIC)) {
 			if (mr)
 				sroce_mr_put(mr);
 			return;
@@ -611,25 +607,9 @@ static void sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r)
 			sroce_mr_put(mr);
 		}
 		sroce_tx_send(qp, &tp);
-		if (last)
-			return;
-		cond_resched();
-	}
-}
-
-void sroce_resp_work(struct work_struct *work)
-{
-	struct sroce_qp *qp = container_of(work, struct sroce_qp, resp_work);
-	u32 i, n = READ_ONCE(qp->resp.nres);
-
-	/* Oldest first, from the slot after the newest. */
-	for (i = 0; i < n; i++) {
-		u32 slot = (READ_ONCE(qp->resp.res_head) + i) % n;
-
-		if (test_bit(SROCE_QPF_DYING, &qp->flags))
-			return;
-		sroce_resp_stream(qp, &qp->resp.res[slot]);
-	}
+		r->sent += len;
+		r->next_psn = sroce_psn_add(r->next_psn, 1);
+	} while (r->sent < r->len);
 }
 
 /* Flush posted receive WQEs. */

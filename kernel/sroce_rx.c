@@ -127,7 +127,8 @@ int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		goto drop_dev;
 	}
 	sroce_stat_inc(sdev, SROCE_CNT_RX_PKTS);
-	sroce_stat_add(sdev, SROCE_CNT_RX_BYTES, udp_len);
+	sroce_stat_add(sdev, SROCE_CNT_RX_BYTES,
+		       udp_len - sizeof(struct udphdr));
 
 	/* ICRC over IP header .. payload; the UDP length bounds it. */
 	ip_len = skb_transport_offset(skb) - nh_off + udp_len;

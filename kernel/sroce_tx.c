@@ -129,7 +129,7 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 	struct sroce_dev *sdev = qp->sdev;
 	struct dst_entry *dst;
 	struct udphdr *udph;
-	u32 icrc, len;
+	u32 icrc, len, roce_len;
 	u8 *trailer;
 	int err;
 
@@ -141,6 +141,8 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 		return -EHOSTUNREACH;
 	}
 	trailer = skb_put(skb, SROCE_ICRC_LEN);
+	/* Byte counters count RoCE bytes, BTH through ICRC, on both sides. */
+	roce_len = skb->len;
 
 	__skb_push(skb, sizeof(*udph));
 	skb_reset_transport_header(skb);
@@ -199,7 +201,7 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 	sroce_icrc_put(trailer, icrc);
 
 	sroce_stat_inc(sdev, SROCE_CNT_TX_PKTS);
-	sroce_stat_add(sdev, SROCE_CNT_TX_BYTES, skb->len);
+	sroce_stat_add(sdev, SROCE_CNT_TX_BYTES, roce_len);
 	if (av->ipv6)
 		err = ip6_local_out(sdev->net, NULL, skb);
 	else

@@ -163,7 +163,13 @@ int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
 		return EINVAL;
 	}
 	if (atomic_opcodes & (1U << op)) {
-		if (len < atomic_len || (wr.wr.atomic.remote_addr & 7))
+		/*
+		 * A misaligned remote address is the responder's to refuse
+		 * (NAK invalid request -> IBV_WC_REM_INV_REQ_ERR), as on a
+		 * hardware RoCE NIC; only the local 8-byte result buffer is
+		 * checked here.
+		 */
+		if (len < atomic_len)
 			return EINVAL;
 	}
 	if (type == IBV_QPT_UD && !wr.wr.ud.ah)
@@ -308,8 +314,9 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	      struct ibv_recv_wr **bad_wr) noexcept
 {
-	recv_queue &rq = to_qp(ibqp)->rq;
-	const std::lock_guard<spinlock> guard(rq.lock);
+	qp *q = to_qp(ibqp);
+	recv_queue &rq = q->rq;
+	std::unique_lock<spinlock> guard(rq.lock);
 	uint32_t n = 0;
 	int ret = 0;
 
@@ -334,10 +341,21 @@ int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			break;
 		n++;
 	}
-	if (n)
+	bool flush = false;
+	if (n) {
 		p.publish(n);
+		flush = p.qp_in_error();
+	}
+	guard.unlock();
 	if (ret)
 		*bad_wr = wr;
+	/*
+	 * post_recv never enters the kernel, so receives posted to a QP in
+	 * the error state would never be flushed: ring the send doorbell,
+	 * on which the kernel flushes both queues of an errored QP.
+	 */
+	if (flush)
+		q->doorbell(ibqp);
 	return ret;
 }
 

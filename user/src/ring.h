@@ -137,6 +137,12 @@ public:
 		return load_acquire(hdr_->producer);
 	}
 
+	/* sroce_queue_hdr.flags (SROCE_QUEUE_F_*), written by the kernel. */
+	uint32_t load_flags() const noexcept
+	{
+		return load_acquire(hdr_->flags);
+	}
+
 	uint32_t load_consumer() const noexcept
 	{
 		return load_acquire(hdr_->consumer);
@@ -228,6 +234,18 @@ public:
 	uint32_t index() const noexcept
 	{
 		return prod_;
+	}
+
+	/*
+	 * After publish(): has the kernel marked the QP in error? The full
+	 * fence orders our producer store before the flag load; the kernel
+	 * stores the flag, fences, then reads the producer to flush, so at
+	 * least one side sees the other (SROCE_QUEUE_F_QP_ERR).
+	 */
+	bool qp_in_error() const noexcept
+	{
+		std::atomic_thread_fence(std::memory_order_seq_cst);
+		return r_.load_flags() & SROCE_QUEUE_F_QP_ERR;
 	}
 
 	const ring &queue() const noexcept

@@ -28,6 +28,14 @@ static int sroce_newlink_locked(const char *ibdev_name,
 		pr_err("sroce: a device name is required\n");
 		return -EINVAL;
 	}
+	/*
+	 * rdma-core's rxe provider claims devices by the name prefix "rxe",
+	 * so such a name would hand an sroce device to the wrong provider.
+	 */
+	if (!strncmp(ibdev_name, "rxe", 3)) {
+		pr_err("sroce: device names starting with \"rxe\" are reserved for rdma_rxe\n");
+		return -EINVAL;
+	}
 	if (ndev->type != ARPHRD_ETHER) {
 		pr_err("sroce: %s is not an Ethernet device (type %u); sroce needs an Ethernet netdev such as a NIC, veth or dummy\n",
 		       ndev->name, ndev->type);

@@ -468,7 +468,13 @@ static int sroce_req_one(struct sroce_qp *qp)
 		qp->req.psn = sroce_psn_add(qp->req.psn, 1);
 		qp->req.offset += plen;
 	}
-	if (!timer_pending(&qp->comp.retrans_timer))
+	/*
+	 * The ACK timeout runs from the newest packet that asks for an
+	 * ACK: timing from the oldest would fire in the middle of a long,
+	 * healthy burst on a slow host. A lost packet before it still gets
+	 * a sequence NAK from the responder.
+	 */
+	if (pkt->bth.ack_req || !timer_pending(&qp->comp.retrans_timer))
 		sroce_retrans_arm(qp);
 	spin_unlock_bh(&qp->sq_lock);
 

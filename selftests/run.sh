@@ -37,7 +37,7 @@ tests=()
 for f in "$here"/*.sh; do
 	name=${f##*/}
 	name=${name%.sh}
-	[[ $name != run && $name != lib ]] || continue
+	[[ $name != run && $name != lib && $name != lib_* ]] || continue
 	tests+=("$name")
 done
 

@@ -27,9 +27,9 @@ CHECKPATCH ?= $(firstword $(wildcard $(BUILD)/linux-source-6.1/scripts/checkpatc
 export KVER
 
 .PHONY: all deps deps-check kernel user test test-host test-vm check check-kernel \
-	check-user demo install clean proto-test fuzz
+	check-user demo install clean proto-test fuzz verbs-tests bench
 
-all: kernel user
+all: kernel user verbs-tests
 
 deps:
 	$(ROOT)/tools/deps.sh
@@ -52,6 +52,12 @@ PROTO_BUILD := $(BUILD)/proto
 proto-test: deps-check
 	cmake -S $(ROOT)/kernel/proto/test -B $(PROTO_BUILD) -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build $(PROTO_BUILD) -j$$(nproc)
+
+# Project-owned verbs test programs (rc_integrity, rc_errors), run in the guest.
+VT_BUILD := $(BUILD)/verbs-tests
+verbs-tests: deps-check
+	cmake -S $(ROOT)/tools/verbs-tests -B $(VT_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(VT_BUILD) -j$$(nproc)
 
 test-host: user proto-test
 	ctest --test-dir $(USER_BUILD) --output-on-failure
@@ -85,6 +91,11 @@ check-user: user
 
 demo: all
 	$(ROOT)/tools/vm/run --timeout 900 -- tools/demo.sh
+
+# perftest on sroce and rdma_rxe (and iperf3 TCP) in one guest; ratios table.
+# Not a test: no thresholds. BENCH_ARGS=--quick for a short run.
+bench: all
+	$(ROOT)/tools/bench/run.sh $(BENCH_ARGS)
 
 install: all
 	$(MAKE) -C $(KDIR) M=$(ROOT)/kernel INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates modules_install

@@ -32,3 +32,5 @@ in_ns demo-a ibv_devinfo -v -d sroce0
 in_ns demo-a ss -uln
 echo
 echo "sroce: two RoCEv2 devices up on a veth pair between namespaces demo-a and demo-b."
+echo "Now real traffic between them:"
+"$ROOT/tools/demo-traffic.sh"

@@ -1,0 +1,338 @@
+# shellcheck shell=bash
+# sroce-specific helpers for selftests/sroce_*.sh, on top of lib.sh. Source it
+# instead of lib.sh (it sources lib.sh):
+#
+#   # shellcheck source=selftests/lib_sroce.sh
+#   source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+#
+# Conventions of the sroce_* tests:
+#  - Module state: a test leaves sroce.ko as it found it. sr_setup loads it if
+#    needed and then unloads it on exit (after the test's own devices, links
+#    and namespaces are gone); a module that was already loaded stays loaded.
+#  - Every sroce device lives on a netdev in a namespace the test created,
+#    never in the initial namespace: 6.1's rdma_rxe holds UDP 4791 there for as
+#    long as it is loaded (other tests load it), and sroce would get EADDRINUSE.
+#  - Names are unique per test run: $SR_ID (a short tag + the PID) prefixes
+#    namespaces, netdevs and RDMA devices.
+
+# Executed rather than sourced (run.sh runs every selftests/*.sh but run and
+# lib): this is not a test.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+	echo "lib_sroce.sh is a helper library, not a test"
+	[[ -z "${SROCE_SKIP_FILE:-}" ]] || echo "helper library, not a test" >"$SROCE_SKIP_FILE"
+	exit 4
+fi
+
+# shellcheck source=selftests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+readonly SR_SYS=/sys/class/infiniband
+readonly SR_PORT=4791
+# Netdev names are at most 15 characters: keep the prefix at 9 or fewer.
+SR_ID=${SR_ID:-$(printf 'sr%s%d' "${SR_TAG:-x}" "$(($$ % 100000))")}
+SR_ID=${SR_ID:0:9}
+# The namespace of each device sr_link_add created ("rdma link show" only
+# shows the netdev when run in the netdev's namespace).
+declare -A SR_NS_OF=()
+
+# --- setup ----------------------------------------------------------------------
+
+# sr_setup: the common preconditions, and sroce.ko loaded (unloaded again at
+# exit if this test loaded it).
+sr_setup() {
+	[[ $EUID == 0 ]] || skip "needs root"
+	[[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
+	require_cmd ip rdma ss jq
+	sr_module_use
+}
+
+# sr_module_use: load sroce.ko if it is not loaded; unload it on exit then.
+sr_module_use() {
+	if _sroce_loaded; then
+		log "sroce.ko was already loaded; leaving it loaded"
+		return 0
+	fi
+	sroce_load
+	# Registered first, so it runs last: after every device, netdev and
+	# namespace of the test is gone.
+	defer sr_module_release
+}
+
+# sr_module_release: rmmod sroce, waiting for asynchronous device removals
+# (netdev or namespace deletion) to finish first.
+sr_module_release() {
+	local i
+	_sroce_loaded || return 0
+	for ((i = 0; i < 50; i++)); do
+		rmmod sroce 2>/dev/null && return 0
+		sleep 0.2
+	done
+	log "cleanup: rmmod sroce failed: $(rmmod sroce 2>&1)"
+	return 1
+}
+
+# --- RDMA devices ---------------------------------------------------------------
+
+# sr_link_add NS NAME NETDEV: create sroce device NAME on NETDEV (in NS) and
+# make sure it is deleted at exit. Fails the test if creation fails.
+sr_link_add() {
+	local ns=$1 name=$2 dev=$3 err
+	SR_NS_OF[$name]=$ns
+	defer_quiet ns_exec "$ns" rdma link delete "$name"
+	err=$(ns_exec "$ns" rdma link add "$name" type sroce netdev "$dev" 2>&1) ||
+		fail "rdma link add $name type sroce netdev $dev (netns ${ns:--}) failed: $err"
+	[[ -d "$SR_SYS/$name" ]] || fail "$name: rdma link add succeeded but $SR_SYS/$name is missing"
+}
+
+# sr_link_add_fails NS NAME NETDEV ERRTEXT: rdma link add must fail and print
+# ERRTEXT (e.g. "Invalid argument"); NAME must not exist afterwards.
+sr_link_add_fails() {
+	local ns=$1 name=$2 dev=$3 want=$4 err rc=0
+	defer_quiet ns_exec "$ns" rdma link delete "$name"
+	log "+ ! rdma link add $name type sroce netdev $dev (netns ${ns:--})"
+	err=$(ns_exec "$ns" rdma link add "$name" type sroce netdev "$dev" 2>&1) || rc=$?
+	[[ $rc != 0 ]] || fail "rdma link add $name type sroce netdev $dev succeeded; expected '$want'"
+	[[ "$err" == *"$want"* ]] || fail "rdma link add $name netdev $dev: got error '$err', expected '$want'"
+	log "  failed as expected: $err"
+}
+
+sr_exists() { [[ -d "$SR_SYS/$1" ]]; }
+
+# sr_wait_gone NAME [SECS=10]: wait for device NAME to disappear.
+sr_wait_gone() {
+	wait_for "! [[ -e $SR_SYS/$1 ]]" "${2:-10}" || fail "device $1 still exists after ${2:-10}s"
+}
+
+# sr_attr NAME FILE: a sysfs attribute of port 1 (FILE relative to ports/1).
+sr_port_attr() { cat "$SR_SYS/$1/ports/1/$2"; }
+
+# sr_link_field NAME FIELD: a field of "rdma link show NAME/1 -j", run in
+# the device's namespace.
+sr_link_field() {
+	ns_exec "${SR_NS_OF[$1]:-}" rdma link show "$1/1" -j | jq -r ".[0].$2 // empty"
+}
+
+# sr_expect_eq WHAT GOT WANT
+sr_expect_eq() {
+	if [[ "$2" == "$3" ]]; then
+		log "ok: $1 = '$2'"
+	else
+		fail "$1: got '$2', want '$3'"
+	fi
+}
+
+# sr_expect_port NAME STATE: STATE is ACTIVE or DOWN; checks sysfs state,
+# phys_state and rdma link show.
+sr_expect_port() {
+	local name=$1 want=$2 st ph
+	if [[ $want == ACTIVE ]]; then
+		st="4: ACTIVE" ph="5: LinkUp"
+	else
+		st="1: DOWN" ph="3: Disabled"
+	fi
+	sr_expect_eq "$name port 1 state" "$(sr_port_attr "$name" state)" "$st"
+	sr_expect_eq "$name port 1 phys_state" "$(sr_port_attr "$name" phys_state)" "$ph"
+	sr_expect_eq "$name rdma link state" "$(sr_link_field "$name" state)" "$want"
+}
+
+# sr_guid_of_mac MAC: the EUI-64 node GUID sroce derives from MAC, formatted
+# like sysfs node_guid (xxxx:xxxx:xxxx:xxxx).
+sr_guid_of_mac() {
+	local -a b
+	IFS=: read -ra b <<<"$1"
+	printf '%02x%s:%sff:fe%s:%s%s\n' $((0x${b[0]} ^ 0x02)) "${b[1]}" "${b[2]}" \
+		"${b[3]}" "${b[4]}" "${b[5]}"
+}
+
+# sr_ib_mtu NETDEV_MTU: the active_mtu (bytes) sroce must report: the largest
+# IB MTU with IB MTU + 84 (IPv6 + UDP + BTH + RETH + ImmDt + ICRC) <= the
+# netdev MTU; 256 when not even that fits.
+sr_ib_mtu() {
+	local m
+	for m in 4096 2048 1024 512 256; do
+		if ((m + 84 <= $1)); then
+			echo "$m"
+			return
+		fi
+	done
+	echo 256
+}
+
+# --- UDP 4791 sockets ---------------------------------------------------------------
+
+# sr_sockets NS: the local addresses of UDP sockets bound to port 4791 in NS,
+# IPv4 first, space separated ("0.0.0.0:4791 [::]:4791" with both, "" with none).
+sr_sockets() {
+	local line v4='' v6=''
+	local -a f rest=()
+	while read -r line; do
+		read -ra f <<<"$line"
+		case "${f[3]}" in
+		"0.0.0.0:$SR_PORT") v4+="${f[3]} " ;;
+		"[::]:$SR_PORT") v6+="${f[3]} " ;;
+		*) rest+=("${f[3]}") ;;
+		esac
+	done < <(ns_exec "$1" ss -Huln "sport = :$SR_PORT")
+	line="$v4$v6${rest[*]}"
+	line=${line% }
+	echo "${line% }"
+}
+
+# sr_expect_sockets NS yes|no
+sr_expect_sockets() {
+	local want=
+	[[ $2 == no ]] || want="0.0.0.0:$SR_PORT [::]:$SR_PORT"
+	sr_expect_eq "UDP $SR_PORT sockets in netns ${1:-init}" "$(sr_sockets "$1")" "$want"
+}
+
+# --- kernel log ---------------------------------------------------------------------
+
+# sr_dmesg_mark: remember the current end of the kernel log.
+sr_dmesg_mark() {
+	SR_MARK="sroce-selftest-mark $$.$RANDOM.$SECONDS"
+	echo "$SR_MARK" >/dev/kmsg
+}
+
+# sr_dmesg_since: kernel log lines after the last sr_dmesg_mark.
+sr_dmesg_since() {
+	dmesg | sed -n "\\|${SR_MARK:?sr_dmesg_mark first}|,\$p" | sed 1d
+}
+
+# sr_expect_dmesg ERE: a line matching ERE was logged since the mark.
+sr_expect_dmesg() {
+	local lines
+	lines=$(sr_dmesg_since)
+	if grep -qE -- "$1" <<<"$lines"; then
+		log "ok: kernel log: $(grep -E -- "$1" <<<"$lines" | tail -n1 | sed 's/^\[[^]]*\] //')"
+	else
+		fail "expected a kernel log line matching '$1'; got since the mark:
+$lines"
+	fi
+}
+
+# --- networking -------------------------------------------------------------------
+
+# sr_dummy NS NAME [MAC]: a dummy netdev in NS, up.
+sr_dummy() {
+	local ns=$1 name=$2 mac=${3:-}
+	_ns_ip "$ns" link add "$name" ${mac:+address "$mac"} type dummy
+	defer_quiet _ns_ip "$ns" link del "$name"
+	_ns_ip "$ns" link set "$name" up
+}
+
+# sr_ping NS ADDR: one ICMP echo from NS to ADDR (ping(8) if present, else a
+# raw-socket ping in python).
+sr_ping() {
+	local ns=$1 addr=$2
+	if command -v ping >/dev/null; then
+		ns_exec "$ns" ping -c 1 -W 3 "$addr" >/dev/null
+		return
+	fi
+	ns_exec "$ns" "$PYTHON" - "$addr" <<'EOF'
+import os, socket, struct, sys, time
+def csum(b):
+    s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xffff)
+    return ~(s + (s >> 16)) & 0xffff
+ident = os.getpid() & 0xffff
+hdr = struct.pack('!BBHHH', 8, 0, 0, ident, 1) + b'sroce-selftest!!'
+pkt = hdr[:2] + struct.pack('!H', csum(hdr)) + hdr[4:]
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+s.settimeout(3)
+s.sendto(pkt, (sys.argv[1], 0))
+end = time.time() + 3
+while time.time() < end:
+    data, src = s.recvfrom(2048)
+    icmp = data[(data[0] & 0xf) * 4:]
+    if src[0] == sys.argv[1] and icmp[0] == 0 and struct.unpack('!H', icmp[4:6])[0] == ident:
+        sys.exit(0)
+sys.exit(1)
+EOF
+}
+
+# --- GIDs -----------------------------------------------------------------------------
+
+# sr_gid_sysfs ADDR: the sysfs spelling of the RoCE v2 GID of an IPv4 or IPv6
+# address (IPv4 as ::ffff:a.b.c.d).
+sr_gid_sysfs() {
+	"$PYTHON" -c 'import ipaddress, sys
+a = ipaddress.ip_address(sys.argv[1])
+if a.version == 4:
+    a = ipaddress.IPv6Address("::ffff:" + str(a))
+print(a.exploded)' "$1"
+}
+
+# sr_ip_text ADDR: ADDR as inet_ntop(3) (and so ibv_devinfo) prints it; IPv4
+# as the IPv4-mapped IPv6 address of its GID.
+sr_ip_text() {
+	if [[ $1 == *:* ]]; then
+		"$PYTHON" -c 'import ipaddress, sys; print(ipaddress.IPv6Address(sys.argv[1]).compressed)' "$1"
+	else
+		echo "::ffff:$1"
+	fi
+}
+
+# sr_gid_index DEV ADDR: the index of DEV port 1's "RoCE v2" GID for ADDR;
+# returns 1 if there is none. (One grep over the 256 entries: forks are slow
+# in the TCG guest.)
+sr_gid_index() {
+	local want idx
+	want=$(sr_gid_sysfs "$2")
+	idx=$(sr_gids "$1" | awk -v g="$want" '$2 == g && $3 == "RoCE" && $4 == "v2" {print $1; exit}')
+	[[ -n "$idx" ]] || return 1
+	echo "$idx"
+}
+
+# sr_gids DEV: "INDEX GID TYPE NDEV" for each valid GID of DEV port 1 (TYPE
+# is two words, "RoCE v2"), by index.
+sr_gids() {
+	local p=$SR_SYS/$1/ports/1
+	join -t ' ' <(_sr_read_dir "$p/gid_attrs/types") <(_sr_read_dir "$p/gid_attrs/ndevs") |
+		join -t ' ' <(_sr_read_dir "$p/gids") - |
+		sort -n | awk '{print $1, $2, $3, $4, $5}'
+}
+
+# _sr_read_dir DIR: "FILE CONTENT" for each readable file of DIR, sorted by
+# name; unreadable ones (unused GID entries fail with EINVAL) are skipped.
+_sr_read_dir() {
+	{ grep -sH . "$1"/* || true; } | sed 's|.*/||; s|:| |' | sort
+}
+
+# --- provider -------------------------------------------------------------------------
+
+# sr_have_provider: the built provider is there (then provider_env is in
+# effect for the rest of the test). SROCE_PROVIDER=/path/libsroce overrides
+# build/user/libsroce (the RDMAV_DRIVERS prefix of libsroce-rdmav34.so).
+sr_have_provider() {
+	local p=${SROCE_PROVIDER:-$SROCE_ROOT/build/user/libsroce}
+	[[ -f "$p-rdmav34.so" ]] || return 1
+	if [[ -z "${SR_DEVINFO_ERR:-}" ]]; then
+		SR_DEVINFO_ERR=$(mktemp)
+		defer rm -f "$SR_DEVINFO_ERR"
+	fi
+	provider_env
+	export RDMAV_DRIVERS=$p
+}
+
+# sr_devinfo DEV [ARGS...]: ibv_devinfo -d DEV (stdout only; stderr to
+# $SR_DEVINFO_ERR, which tests check for warnings).
+sr_devinfo() {
+	local dev=$1
+	shift
+	ibv_devinfo -d "$dev" "$@" 2>"$SR_DEVINFO_ERR"
+}
+
+# sr_devinfo_field TEXT KEY: the value of "KEY: value" in ibv_devinfo output.
+sr_devinfo_field() {
+	awk -v k="$2:" '$1 == k { $1 = ""; sub(/^[ \t]+/, ""); print; exit }' <<<"$1"
+}
+
+# --- rdma_rxe -------------------------------------------------------------------------
+
+# sr_rxe_use: load rdma_rxe if needed (unloaded at exit then). Returns 1 if
+# it cannot be loaded (e.g. UDP 4791 of the initial namespace is taken).
+sr_rxe_use() {
+	[[ -d /sys/module/rdma_rxe ]] && return 0
+	modprobe rdma_rxe 2>/dev/null || return 1
+	defer_quiet modprobe -r rdma_rxe
+}

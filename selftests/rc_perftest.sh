@@ -1,0 +1,270 @@
+#!/bin/bash
+# timeout: 900
+#
+# RC data path with perftest: ib_{send,write,read,atomic}_{bw,lat} between two
+# sroce devices in two namespaces on a veth pair (IPv4 RoCE v2 GIDs, -F, small
+# -n for TCG), a few message sizes each; plus one "-a" (all sizes 2 B..8 MiB)
+# write_bw run, completion events (-e), bidirectional (-b) bw, a 4-QP run, and
+# 1 MiB send/write/read with a 1 ms local ACK timeout (-u 8), which makes the
+# requester retransmit in mid-message.
+# Every run must exit 0 on both sides and the client must report a result
+# table: bw - one line per size with the requested size and iteration count,
+# and a positive average BW and message rate; lat - the requested size and
+# iteration count, t_min <= t_avg <= t_max and t_avg > 0.
+#
+# SROCE_RC_BACKEND=rxe runs the same set over one rdma_rxe device in the
+# initial namespace (server and client on it): a check of this script.
+SR_TAG=pt
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+
+backend=${SROCE_RC_BACKEND:-sroce}
+[[ $EUID == 0 ]] || skip "needs root"
+[[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
+require_cmd ip rdma ss jq timeout ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw \
+	ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat
+
+# gid_sysfs ADDR: the sysfs spelling of ADDR's RoCE v2 GID, in pure bash
+# (python's start-up costs seconds under TCG).
+gid_sysfs() {
+	local a=$1 l r g out=() i n
+	local -a o lg rg
+	if [[ $a != *:* ]]; then
+		IFS=. read -ra o <<<"$a"
+		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "${o[@]}"
+		return
+	fi
+	if [[ $a == *::* ]]; then l=${a%%::*} r=${a#*::}; else l=$a r=''; fi
+	IFS=: read -ra lg <<<"$l"
+	IFS=: read -ra rg <<<"$r"
+	n=$((8 - ${#lg[@]} - ${#rg[@]}))
+	for g in "${lg[@]}"; do out+=("$g"); done
+	for ((i = 0; i < n; i++)); do out+=(0); done
+	for g in "${rg[@]}"; do out+=("$g"); done
+	for ((i = 0; i < 8; i++)); do out[i]=$(printf '%04x' "0x${out[i]}"); done
+	(IFS=:; echo "${out[*]}")
+}
+
+# gid_index DEV ADDR: index of DEV port 1's RoCE v2 GID for ADDR (status 1: none).
+gid_index() {
+	local want f idx
+	want=$(gid_sysfs "$2")
+	for f in "/sys/class/infiniband/$1"/ports/1/gids/*; do
+		[[ "$(<"$f")" == "$want" ]] 2>/dev/null || continue
+		idx=${f##*/}
+		[[ "$(<"/sys/class/infiniband/$1/ports/1/gid_attrs/types/$idx")" == "RoCE v2" ]] 2>/dev/null || continue
+		echo "$idx"
+		return 0
+	done
+	return 1
+}
+
+
+tmp=$(mktemp -d)
+defer rm -rf "$tmp"
+failures=0
+next_port=18700
+v4a=192.0.2.1 v4b=192.0.2.2
+
+if [[ $backend == sroce ]]; then
+	sr_module_use
+	sr_have_provider || skip "the provider build/user/libsroce-rdmav34.so is not built"
+	nsa=${SR_ID}a nsb=${SR_ID}b va=${SR_ID}va vb=${SR_ID}vb
+	deva=${SR_ID}s0 devb=${SR_ID}s1
+	ns_create "$nsa"
+	ns_create "$nsb"
+	veth_pair "$nsa" "$va" "$nsb" "$vb"
+	check ip -n "$nsa" addr add "$v4a/24" dev "$va"
+	check ip -n "$nsb" addr add "$v4b/24" dev "$vb"
+	sr_link_add "$nsa" "$deva" "$va"
+	sr_link_add "$nsb" "$devb" "$vb"
+	srv=$v4a
+elif [[ $backend == rxe ]]; then
+	sr_rxe_use || skip "rdma_rxe cannot be loaded"
+	nsa=- nsb=- rd=${SR_ID}rd deva=${SR_ID}rxe
+	devb=$deva v4b=$v4a srv=127.0.0.1
+	sr_dummy - "$rd"
+	check ip addr add "$v4a/24" dev "$rd"
+	check rdma link add "$deva" type rxe netdev "$rd"
+	defer_quiet rdma link delete "$deva"
+else
+	fail "SROCE_RC_BACKEND must be sroce or rxe, not '$backend'"
+fi
+wait_for "gid_index $deva $v4a" 10 || fail "$deva: no RoCE v2 GID for $v4a: $(sr_gids "$deva")"
+wait_for "gid_index $devb $v4b" 10 || fail "$devb: no RoCE v2 GID for $v4b: $(sr_gids "$devb")"
+ga=$(gid_index "$deva" "$v4a") gb=$(gid_index "$devb" "$v4b")
+log "server $deva GID #$ga ($v4a), client $devb GID #$gb ($v4b)"
+sr_dmesg_mark
+
+# untrapped CMD...: for servers started with &: a failing server is
+# reported by whoever waits for it, not by lib.sh's ERR trap in its subshell.
+untrapped() {
+	trap - ERR
+	"$@"
+}
+
+listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
+
+# results FILE: the rows of perftest's result table ("#bytes #iterations ...").
+results() {
+	awk '/#bytes/ { t = 1; next } t && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 4' "$1"
+}
+
+# pt TAG KIND TOOL ARGS...: TOOL ARGS as server in A and client in B. KIND is
+# bw, lat or "bw-all" (-a: every size 2..2^23). ARGS must include -n ITERS;
+# -s SIZE if not -a (atomics: 8). A failure is counted, not fatal.
+#
+# perftest converts cycles to time with a CPU clock rate it measures against
+# gettimeofday at start-up; under TCG on a busy host that sampling can fail
+# ("Correlation coefficient r^2: ... < 0.9") and every figure then prints as
+# 0. That is perftest's clock, not the data path: such a run is repeated (up
+# to 3 times), and if the clock never calibrates only the figures go unchecked.
+pt() {
+	local tag=$1 kind=$2 tool=$3 attempt t0=$SECONDS
+	for attempt in 1 2 3; do
+		pt_once "$@"
+		[[ $why == CLOCK:* ]] || break
+		log "note: $tag: perftest could not calibrate its clock (attempt $attempt): ${why#CLOCK: }"
+	done
+	if [[ $why == CLOCK:* ]]; then
+		log "ok: $tag ($((SECONDS - t0))s), but its figures are unchecked: perftest's clock never calibrated"
+		return 0
+	fi
+	if [[ -n "$why" ]]; then
+		failures=$((failures + 1))
+		log "NOT OK: $tag: $why"
+		sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
+		sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
+		log "  kernel log since the start of the test:"
+		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
+		return 0
+	fi
+	log "ok: $tag ($((SECONDS - t0))s)"
+	grep -m1 '#bytes' "$tmp/$tag.cli" | sed 's/^/  /'
+	results "$tmp/$tag.cli" | sed 's/^/  /'
+}
+
+# pt_once TAG KIND TOOL ARGS...: one run; sets why ("" if it went well).
+pt_once() {
+	local tag=$1 kind=$2 tool=$3
+	shift 3
+	local port=$((next_port++)) spid src=0 crc=0 a size=8 iters='' qps=1
+	local -a args=("$@")
+	why=''
+	for ((a = 0; a < ${#args[@]}; a++)); do
+		case "${args[a]}" in
+		-s) size=${args[a + 1]} ;;
+		-n) iters=${args[a + 1]} ;;
+		-q) qps=${args[a + 1]} ;;
+		esac
+	done
+	# With several QPs the table counts the iterations of all of them.
+	iters=$((iters * qps))
+	log "--- $tag"
+	log "+ [$nsa] $tool -d $deva -x $ga -F -p $port ${args[*]}"
+	log "+ [$nsb] $tool -d $devb -x $gb -F -p $port ${args[*]} $srv"
+	untrapped ns_exec "$nsa" timeout 150 "$tool" -d "$deva" -x "$ga" -F -p "$port" "${args[@]}" >"$tmp/$tag.srv" 2>&1 &
+	spid=$!
+	if ! wait_for "listening $nsa $port" 20; then
+		kill "$spid" 2>/dev/null || true
+		wait "$spid" 2>/dev/null || true
+		why="server did not listen on TCP $port"
+		return 0
+	fi
+	ns_exec "$nsb" timeout 120 "$tool" -d "$devb" -x "$gb" -F -p "$port" "${args[@]}" "$srv" \
+		>"$tmp/$tag.cli" 2>&1 || crc=$?
+	[[ $crc == 0 ]] || { sleep 1; kill "$spid" 2>/dev/null || true; }
+	wait "$spid" || src=$?
+	[[ $crc == 0 ]] || why="client exited with $crc"
+	[[ $src == 0 ]] || why="${why:+$why, }server exited with $src"
+	[[ -n "$why" ]] || why=$(pt_verify "$tmp/$tag.cli" "$kind" "$size" "$iters")
+	# Zero figures with a failed calibration: see pt.
+	if [[ $crc == 0 && $src == 0 && ($why == *"average BW"* || $why == *"message rate"* ||
+		$why == *t_avg*) ]] && grep -q 'Correlation coefficient' "$tmp/$tag.cli"; then
+		why="CLOCK: $why; $(grep -m1 'Correlation coefficient' "$tmp/$tag.cli")"
+	fi
+	return 0
+}
+
+# pt_verify FILE KIND SIZE ITERS: nothing if the client's report is sane,
+# else what is wrong.
+pt_verify() {
+	local f=$1 kind=$2 size=$3 iters=$4 rows n all=0
+	[[ $kind != bw-all ]] || all=1
+	if grep -qiE 'completion with error|failed status|couldn.t|unable to' "$f"; then
+		echo "error reported: $(grep -iE 'completion with error|failed status|couldn.t|unable to' "$f" | head -n 3 | xargs)"
+		return
+	fi
+	rows=$(results "$f")
+	[[ -n "$rows" ]] || { echo "no result rows"; return; }
+	n=$(wc -l <<<"$rows")
+	case "$kind" in
+	bw | bw-all)
+		if [[ $kind == bw-all ]]; then
+			# 2, 4, ..., 2^23
+			[[ $n == 23 ]] || { echo "$n result rows for -a, want 23"; return; }
+		else
+			[[ $n == 1 ]] || { echo "$n result rows, want 1"; return; }
+		fi
+		# bytes iterations BW-peak BW-average MsgRate
+		awk -v s="$size" -v it="$iters" -v all="$all" '
+			{ want = all ? 2 ^ NR : s }
+			$1 != want { print "row " NR ": size " $1 ", want " want; exit }
+			$2 != it { print "row " NR ": " $2 " iterations, want " it; exit }
+			!($4 > 0) { print "row " NR ": average BW " $4 " MB/s"; exit }
+			!($5 > 0) { print "row " NR ": message rate " $5 " Mpps"; exit }' <<<"$rows"
+		;;
+	lat)
+		[[ $n == 1 ]] || { echo "$n result rows, want 1"; return; }
+		# bytes iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+		awk -v s="$size" -v it="$iters" '
+			$1 != s { print "size " $1 ", want " s; exit }
+			$2 != it { print $2 " iterations, want " it; exit }
+			!($6 > 0) { print "t_avg " $6 " usec"; exit }
+			!($3 <= $6 && $6 <= $4) { print "t_min/t_avg/t_max " $3 "/" $6 "/" $4 " out of order"; exit }' <<<"$rows"
+		;;
+	esac
+	return 0
+}
+
+log "=== bandwidth"
+for s in 64 4096 65536; do
+	n=200
+	[[ $s != 65536 ]] || n=40
+	pt "send_bw-$s" bw ib_send_bw -s "$s" -n "$n"
+	pt "write_bw-$s" bw ib_write_bw -s "$s" -n "$n"
+	pt "read_bw-$s" bw ib_read_bw -s "$s" -n "$n"
+done
+pt atomic_bw-fadd bw ib_atomic_bw -A FETCH_AND_ADD -n 200
+pt atomic_bw-cswap bw ib_atomic_bw -A CMP_AND_SWAP -n 200
+pt write_bw-all bw-all ib_write_bw -a -n 5
+pt send_bw-events bw ib_send_bw -e -s 4096 -n 200
+pt send_bw-bidir bw ib_send_bw -b -s 4096 -n 100
+pt write_bw-bidir bw ib_write_bw -b -s 65536 -n 20
+pt write_bw-4qp bw ib_write_bw -q 4 -s 4096 -n 100
+
+log "=== retransmission: 1 MiB messages (1024 packets) with a 1 ms QP timeout (-u 8)"
+# Under TCG acks come late; a short local ACK timeout makes the requester
+# retransmit (go back to the oldest unacknowledged PSN) in the middle of
+# messages, and the responder must treat what it already has as duplicates.
+pt send_bw-retx bw ib_send_bw -s 1048576 -n 10 -u 8
+pt write_bw-retx bw ib_write_bw -s 1048576 -n 10 -u 8
+pt read_bw-retx bw ib_read_bw -s 1048576 -n 10 -u 8
+
+log "=== latency"
+for s in 2 4096; do
+	pt "send_lat-$s" lat ib_send_lat -s "$s" -n 100
+	pt "write_lat-$s" lat ib_write_lat -s "$s" -n 100
+	pt "read_lat-$s" lat ib_read_lat -s "$s" -n 100
+done
+pt send_lat-64k lat ib_send_lat -s 65536 -n 20
+pt atomic_lat-fadd lat ib_atomic_lat -A FETCH_AND_ADD -n 100
+pt atomic_lat-cswap lat ib_atomic_lat -A CMP_AND_SWAP -n 100
+pt send_lat-events lat ib_send_lat -e -s 64 -n 100
+
+if sr_dmesg_since | grep -qi sroce; then
+	log "kernel log lines about sroce during the test:"
+	sr_dmesg_since | grep -i sroce | tail -n 20 | sed 's/^/  dmesg| /'
+fi
+[[ $failures == 0 ]] || fail "$failures perftest run(s) failed (see NOT OK above)"
+log "all perftest runs passed on $backend"

@@ -1,0 +1,241 @@
+#!/bin/bash
+# timeout: 900
+#
+# Wire compatibility with the kernel's own RoCE v2 implementation: rdma_rxe in
+# the initial namespace on one end of a veth pair, sroce in namespace S on the
+# other end, talking RC to each other. In both directions (rxe server / sroce
+# client, then swapped):
+#  - ibv_rc_pingpong -c at 1 B, 4 KiB, 64 KiB and 1 MiB (multi-packet
+#    messages at path MTU 1024), and once with -m 4096 on a 9000-byte veth;
+#  - perftest ib_send_bw, ib_write_bw, ib_read_bw (4 KiB and 64 KiB),
+#    ib_atomic_bw (fetch-and-add and compare-and-swap), ib_send_lat.
+# Every run must exit 0 on both sides with a sane report, and sroce must count
+# no ICRC errors or malformed packets from rxe (its ICRC matches sroce's).
+# When a run fails it is repeated under tshark on the veth, and the pcap and
+# the dissector's view of it are kept (in the VM's output directory when
+# there is one: build/vm/runs/<run>/rc_rxe_interop-<tag>.pcap).
+SR_TAG=ix
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+
+sr_setup
+require_cmd ibv_rc_pingpong ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat timeout
+sr_have_provider || skip "the provider build/user/libsroce-rdmav34.so is not built"
+sr_rxe_use || skip "rdma_rxe cannot be loaded (is UDP 4791 of the initial namespace taken?)"
+
+# gid_sysfs ADDR: the sysfs spelling of ADDR's RoCE v2 GID, in pure bash
+# (python's start-up costs seconds under TCG).
+gid_sysfs() {
+	local a=$1 l r g out=() i n
+	local -a o lg rg
+	if [[ $a != *:* ]]; then
+		IFS=. read -ra o <<<"$a"
+		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "${o[@]}"
+		return
+	fi
+	if [[ $a == *::* ]]; then l=${a%%::*} r=${a#*::}; else l=$a r=''; fi
+	IFS=: read -ra lg <<<"$l"
+	IFS=: read -ra rg <<<"$r"
+	n=$((8 - ${#lg[@]} - ${#rg[@]}))
+	for g in "${lg[@]}"; do out+=("$g"); done
+	for ((i = 0; i < n; i++)); do out+=(0); done
+	for g in "${rg[@]}"; do out+=("$g"); done
+	for ((i = 0; i < 8; i++)); do out[i]=$(printf '%04x' "0x${out[i]}"); done
+	(IFS=:; echo "${out[*]}")
+}
+
+# gid_index DEV ADDR: index of DEV port 1's RoCE v2 GID for ADDR (status 1: none).
+gid_index() {
+	local want f idx
+	want=$(gid_sysfs "$2")
+	for f in "/sys/class/infiniband/$1"/ports/1/gids/*; do
+		[[ "$(<"$f")" == "$want" ]] 2>/dev/null || continue
+		idx=${f##*/}
+		[[ "$(<"/sys/class/infiniband/$1/ports/1/gid_attrs/types/$idx")" == "RoCE v2" ]] 2>/dev/null || continue
+		echo "$idx"
+		return 0
+	done
+	return 1
+}
+
+
+tmp=$(mktemp -d)
+defer rm -rf "$tmp"
+failures=0
+next_port=18800
+ns=${SR_ID}s vr=${SR_ID}vr vs=${SR_ID}vs rxe=${SR_ID}rxe dev=${SR_ID}s0
+ipr=10.77.0.1 ips=10.77.0.2
+# Where a failing exchange's pcap goes: the VM's output share if mounted.
+pcap_dir=${SROCE_PCAP_DIR:-/run/sroce-out}
+[[ -d "$pcap_dir" && -w "$pcap_dir" ]] || pcap_dir=$tmp
+
+ns_create "$ns"
+veth_pair - "$vr" "$ns" "$vs"
+check ip addr add "$ipr/24" dev "$vr"
+check ip -n "$ns" addr add "$ips/24" dev "$vs"
+check rdma link add "$rxe" type rxe netdev "$vr"
+defer_quiet rdma link delete "$rxe"
+sr_link_add "$ns" "$dev" "$vs"
+wait_for "gid_index $rxe $ipr" 10 || fail "$rxe: no RoCE v2 GID for $ipr: $(sr_gids "$rxe")"
+wait_for "gid_index $dev $ips" 10 || fail "$dev: no RoCE v2 GID for $ips: $(sr_gids "$dev")"
+gr=$(gid_index "$rxe" "$ipr") gs=$(gid_index "$dev" "$ips")
+log "rxe $rxe on $vr ($ipr, GID #$gr) <-> sroce $dev on $vs in $ns ($ips, GID #$gs)"
+sr_dmesg_mark
+
+stat_of() { # stat_of COUNTER: sroce device's counter
+	ns_exec "$ns" rdma statistic show link "$dev/1" -j | jq -r ".[0].$1"
+}
+
+# untrapped CMD...: for servers started with &: a failing server is
+# reported by whoever waits for it, not by lib.sh's ERR trap in its subshell.
+untrapped() {
+	trap - ERR
+	"$@"
+}
+
+listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
+
+# One side: "rxe" (initial namespace) or "sroce" (namespace S).
+side_ns() { if [[ $1 == rxe ]]; then echo -; else echo "$ns"; fi; }
+side_dev() { if [[ $1 == rxe ]]; then echo "$rxe"; else echo "$dev"; fi; }
+side_ip() { if [[ $1 == rxe ]]; then echo "$ipr"; else echo "$ips"; fi; }
+
+# exchange TAG SERVER CLIENT GIDFLAG VERIFY CMD...: CMD (-d/GIDFLAG/-p added)
+# as server on side SERVER and client on side CLIENT; VERIFY FILE checks the
+# client's output (prints what is wrong). Sets $why ("" if all went well).
+exchange() {
+	local tag=$1 sside=$2 cside=$3 gflag=$4 verify=$5
+	shift 5
+	local port=$((next_port++)) spid src=0 crc=0 sns cns sdev cdev sgid cgid
+	sns=$(side_ns "$sside") cns=$(side_ns "$cside")
+	sdev=$(side_dev "$sside") cdev=$(side_dev "$cside")
+	sgid=$(gid_index "$sdev" "$(side_ip "$sside")")
+	cgid=$(gid_index "$cdev" "$(side_ip "$cside")")
+	why=''
+	log "+ [$sside] $* -d $sdev $gflag $sgid -p $port"
+	log "+ [$cside] $* -d $cdev $gflag $cgid -p $port $(side_ip "$sside")"
+	untrapped ns_exec "$sns" timeout 150 "$@" -d "$sdev" "$gflag" "$sgid" -p "$port" >"$tmp/$tag.srv" 2>&1 &
+	spid=$!
+	if ! wait_for "listening $sns $port" 20; then
+		kill "$spid" 2>/dev/null || true
+		wait "$spid" 2>/dev/null || true
+		why="server did not listen on TCP $port"
+		return 0
+	fi
+	ns_exec "$cns" timeout 120 "$@" -d "$cdev" "$gflag" "$cgid" -p "$port" "$(side_ip "$sside")" \
+		>"$tmp/$tag.cli" 2>&1 || crc=$?
+	[[ $crc == 0 ]] || { sleep 1; kill "$spid" 2>/dev/null || true; }
+	wait "$spid" || src=$?
+	[[ $crc == 0 ]] || why="client exited with $crc"
+	[[ $src == 0 ]] || why="${why:+$why, }server exited with $src"
+	[[ -n "$why" ]] || why=$("$verify" "$tmp/$tag.srv" "$tmp/$tag.cli")
+}
+
+# run TAG SERVER CLIENT GIDFLAG VERIFY CMD...: exchange, and on failure show
+# everything and repeat it once under tshark.
+run() {
+	local tag=$1 t0=$SECONDS first_why pcap cap
+	log "--- $tag"
+	exchange "$@"
+	if [[ -z "$why" ]]; then
+		log "ok: $tag ($((SECONDS - t0))s): $(summary "$tmp/$tag.cli")"
+		return 0
+	fi
+	failures=$((failures + 1))
+	first_why=$why
+	log "NOT OK: $tag: $why"
+	sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
+	sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
+	log "  kernel log since the start of the test:"
+	sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
+	command -v tshark >/dev/null || { log "  (no tshark: no capture)"; return 0; }
+	pcap=$pcap_dir/rc_rxe_interop-$tag.pcap
+	log "  repeating $tag under tshark -i $vr -> $pcap"
+	tshark -q -i "$vr" -f "udp port 4791" -w "$pcap" >"$tmp/tshark.log" 2>&1 &
+	cap=$!
+	sleep 3 # dumpcap needs a moment under TCG
+	exchange "$@"
+	sleep 1
+	kill -INT "$cap" 2>/dev/null || true
+	wait "$cap" 2>/dev/null || true
+	log "  repeat: ${why:-passed this time (first failure: $first_why)}"
+	log "  dissector's view (first 40 packets):"
+	tshark -r "$pcap" -d udp.port==4791,infiniband 2>&1 | head -n 40 | sed 's/^/  pcap| /'
+	log "  first RoCE packet from sroce ($ips), in full:"
+	tshark -r "$pcap" -d udp.port==4791,infiniband -V -c 1 -Y "ip.src == $ips" 2>&1 |
+		head -n 120 | sed 's/^/  pcap| /'
+	return 0
+}
+
+# --- checks of the outputs ---------------------------------------------------------
+pp_ok() { # ibv_rc_pingpong: both sides' "bytes in" line; no invalid data
+	local f
+	for f in "$@"; do
+		grep -qi 'invalid data' "$f" && { echo "${f##*.}: $(grep -i 'invalid data' "$f" | head -n 2 | xargs)"; return; }
+		grep -qE '^[0-9]+ bytes in [0-9.]+ seconds' "$f" || { echo "${f##*.}: no 'bytes in' line"; return; }
+	done
+	local want=$((2 * pp_size * pp_iters)) got
+	got=$(awk '/ bytes in / { print $1 }' "$2")
+	[[ $got == "$want" ]] || echo "client: $got bytes, want $want"
+	return 0
+}
+bw_ok() { # perftest bw: a result row with positive average BW
+	awk '/#bytes/ { t = 1; next } t && $1 ~ /^[0-9]+$/ && NF >= 5 { n++; if (!($4 > 0)) bad = $0 }
+		END { if (!n) print "no result row"; else if (bad != "") print "bad row: " bad }' "$2"
+}
+lat_ok() { # perftest lat: a result row with positive t_avg
+	awk '/#bytes/ { t = 1; next } t && $1 ~ /^[0-9]+$/ && NF >= 6 { n++; if (!($6 > 0)) bad = $0 }
+		END { if (!n) print "no result row"; else if (bad != "") print "bad row: " bad }' "$2"
+}
+summary() {
+	local l
+	l=$(grep -E ' bytes in |iters in' "$1" | sed 's/.*= //' | xargs)
+	[[ -n "$l" ]] || l=$(awk '/#bytes/ { t = 1; next } t && $1 ~ /^[0-9]+$/' "$1" | xargs)
+	echo "$l"
+}
+
+pp_size=0 pp_iters=0
+for dir in "rxe sroce" "sroce rxe"; do
+	read -r s c <<<"$dir"
+	log "=== $s server, $c client"
+	for sz in 1 4096 65536 1048576; do
+		pp_size=$sz pp_iters=100
+		((sz < 65536)) || pp_iters=10
+		run "pp-$s-$sz" "$s" "$c" -g pp_ok ibv_rc_pingpong -c -s "$sz" -n "$pp_iters"
+	done
+	pp_size=4096 pp_iters=100
+	run "pp-events-$s" "$s" "$c" -g pp_ok ibv_rc_pingpong -c -e -s 4096 -n 100
+	for sz in 4096 65536; do
+		n=100
+		((sz < 65536)) || n=20
+		run "send_bw-$s-$sz" "$s" "$c" -x bw_ok ib_send_bw -F -s "$sz" -n "$n"
+		run "write_bw-$s-$sz" "$s" "$c" -x bw_ok ib_write_bw -F -s "$sz" -n "$n"
+		run "read_bw-$s-$sz" "$s" "$c" -x bw_ok ib_read_bw -F -s "$sz" -n "$n"
+	done
+	run "atomic_bw-fadd-$s" "$s" "$c" -x bw_ok ib_atomic_bw -F -A FETCH_AND_ADD -n 100
+	run "atomic_bw-cswap-$s" "$s" "$c" -x bw_ok ib_atomic_bw -F -A CMP_AND_SWAP -n 100
+	run "send_lat-$s" "$s" "$c" -x lat_ok ib_send_lat -F -s 64 -n 100
+done
+
+log "=== path MTU 4096 (veth MTU 9000)"
+check ip link set "$vr" mtu 9000
+check ip -n "$ns" link set "$vs" mtu 9000
+for dir in "rxe sroce" "sroce rxe"; do
+	read -r s c <<<"$dir"
+	pp_size=65536 pp_iters=10
+	run "pp-mtu4096-$s" "$s" "$c" -g pp_ok ibv_rc_pingpong -c -m 4096 -s 65536 -n 10
+done
+
+icrc=$(stat_of rcvd_icrc_err) malformed=$(stat_of rcvd_malformed)
+rx=$(stat_of rcvd_pkts) tx=$(stat_of sent_pkts)
+log "sroce $dev counters: sent_pkts $tx rcvd_pkts $rx rcvd_icrc_err $icrc rcvd_malformed $malformed"
+if [[ $icrc != 0 || $malformed != 0 ]]; then
+	failures=$((failures + 1))
+	log "NOT OK: sroce counted $icrc ICRC errors and $malformed malformed packets from rxe"
+fi
+if sr_dmesg_since | grep -qiE 'sroce|rxe'; then
+	log "kernel log lines about sroce/rxe during the test:"
+	sr_dmesg_since | grep -iE 'sroce|rxe' | tail -n 20 | sed 's/^/  dmesg| /'
+fi
+[[ $failures == 0 ]] || fail "$failures rxe<->sroce check(s) failed (see NOT OK above)"
+log "sroce and rdma_rxe interoperate"

@@ -1,0 +1,104 @@
+#!/bin/bash
+# timeout: 180
+#
+# rdma link add with bad input fails with the right errno, says why in the
+# kernel log ("sroce: ..."; the unknown-netdev case is rejected by the RDMA
+# core before sroce sees it), and leaves nothing behind: no RDMA device, no
+# link on the netdev, no UDP 4791 socket in the namespace.
+#   unknown netdev                        ENODEV (core)
+#   tun / ipip / lo (not ARPHRD_ETHER)    EINVAL "is not an Ethernet device"
+#   name of an existing sroce device      EEXIST "an RDMA device named X already exists"
+#   name of an existing rxe device        EEXIST (same message)
+#   second device on the same netdev      EEXIST "already has sroce device"
+export SR_TAG=bi # name prefix, see lib_sroce.sh
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+
+ns=$SR_ID d0=${SR_ID}a d1=${SR_ID}b tun=${SR_ID}t ipip=${SR_ID}i
+good=${SR_ID}ib bad=${SR_ID}no
+
+sr_setup
+ns_create "$ns"
+sr_dummy "$ns" "$d0"
+sr_dummy "$ns" "$d1"
+
+# nothing_left NETDEV: no device named $bad, no RDMA link on NETDEV.
+nothing_left() {
+	! sr_exists "$bad" || fail "$bad exists after a failed rdma link add"
+	if ns_exec "$ns" rdma link show -j | jq -e --arg n "$1" '.[] | select(.netdev == $n)' >/dev/null; then
+		fail "an RDMA link is on $1 after a failed add: $(rdma link show)"
+	fi
+}
+
+log "--- unknown netdev"
+sr_dmesg_mark
+sr_link_add_fails "$ns" "$bad" "${SR_ID}zz" "No such device"
+nothing_left "${SR_ID}zz"
+sr_expect_sockets "$ns" no
+
+log "--- tun device"
+if modprobe tun 2>/dev/null && ip netns exec "$ns" ip tuntap add dev "$tun" mode tun; then
+	sr_dmesg_mark
+	sr_link_add_fails "$ns" "$bad" "$tun" "Invalid argument"
+	sr_expect_dmesg "sroce: $tun is not an Ethernet device"
+	nothing_left "$tun"
+	sr_expect_sockets "$ns" no
+else
+	log "NOTE: no tun support; tun case NOT checked"
+fi
+
+log "--- ipip device"
+require_module ipip
+check ip -n "$ns" link add "$ipip" type ipip local 10.0.0.1 remote 10.0.0.2
+check ip -n "$ns" link set "$ipip" up
+sr_dmesg_mark
+sr_link_add_fails "$ns" "$bad" "$ipip" "Invalid argument"
+sr_expect_dmesg "sroce: $ipip is not an Ethernet device"
+nothing_left "$ipip"
+sr_expect_sockets "$ns" no
+
+log "--- loopback"
+sr_dmesg_mark
+sr_link_add_fails "$ns" "$bad" lo "Invalid argument"
+sr_expect_dmesg "sroce: lo is not an Ethernet device"
+nothing_left lo
+sr_expect_sockets "$ns" no
+
+log "--- duplicate device name"
+sr_link_add "$ns" "$good" "$d0"
+sr_expect_sockets "$ns" yes
+sr_dmesg_mark
+sr_link_add_fails "$ns" "$good" "$d1" "File exists"
+sr_expect_dmesg "sroce: an RDMA device named $good already exists"
+sr_expect_eq "$good still on" "$(sr_link_field "$good" netdev)" "$d0"
+nothing_left "$d1"
+
+log "--- second device on the same netdev"
+sr_dmesg_mark
+sr_link_add_fails "$ns" "$bad" "$d0" "File exists"
+sr_expect_dmesg "sroce: $d0 already has sroce device $good"
+! sr_exists "$bad" || fail "$bad exists"
+sr_expect_eq "links on $d0" "$(ns_exec "$ns" rdma link show -j | jq -r --arg n "$d0" '[.[] | select(.netdev == $n) | .ifname] | join(" ")')" "$good"
+
+log "--- name of an rxe device"
+if sr_rxe_use; then
+	sr_dummy - "${SR_ID}r"
+	check rdma link add "${SR_ID}rxe" type rxe netdev "${SR_ID}r"
+	defer_quiet rdma link delete "${SR_ID}rxe"
+	sr_dmesg_mark
+	sr_link_add_fails "$ns" "${SR_ID}rxe" "$d1" "File exists"
+	sr_expect_dmesg "sroce: an RDMA device named ${SR_ID}rxe already exists"
+	sr_expect_eq "${SR_ID}rxe still on" "$(sr_link_field "${SR_ID}rxe" netdev)" "${SR_ID}r"
+	nothing_left "$d1"
+	check rdma link delete "${SR_ID}rxe"
+else
+	log "NOTE: rdma_rxe cannot be loaded; rxe-name case NOT checked"
+fi
+
+# All the failures left the sockets of the good device alone, exactly one
+# pair, and deleting it closes them.
+sr_expect_sockets "$ns" yes
+sr_expect_port "$good" ACTIVE
+check ns_exec "$ns" rdma link delete "$good"
+sr_expect_sockets "$ns" no
+log "PASS"

@@ -1,0 +1,56 @@
+#!/bin/bash
+# `make bench`: boot ONE QEMU guest (tools/vm/run), run tools/bench/guest.sh
+# in it - perftest on sroce (two namespaces over a veth pair, and one device
+# looping back), on rdma_rxe (one device looping back) and iperf3 TCP over the
+# same veth pair - and print one table with sroce/rxe and sroce/TCP ratios;
+# the same as JSON in build/bench/results.json.
+#
+# usage: tools/bench/run.sh [--quick] [--out DIR] [-- tools/vm/run options]
+#   --quick    shorter runs (a few minutes less; noisier)
+#   --out DIR  default build/bench: results.json there, the VM run in DIR/vm
+#
+# The guest is QEMU TCG (no KVM on the development machines): absolute
+# figures mean nothing for real hardware, only ratios between stacks
+# measured in the same boot do. Benchmarks are not tests: there are no
+# pass/fail thresholds; the exit status is non-zero only if the run itself
+# broke (VM failure, kernel splat, no results).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+
+out=$root/build/bench guest_args=() vm_args=()
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--quick) guest_args+=(--quick); shift ;;
+	--out) out=$2; shift 2 ;;
+	--) shift; vm_args=("$@"); break ;;
+	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+for f in "$root/kernel/sroce.ko" "$root/build/user/libsroce-rdmav34.so"; do
+	[[ -f "$f" ]] || { echo "bench: $f is not built (run make)" >&2; exit 1; }
+done
+mkdir -p "$out"
+out=$(realpath "$out")
+vm_out=$out/vm
+rm -f "$vm_out/bench-raw.jsonl" "$out/results.json"
+
+# The guest sees $vm_out as /run/sroce-out (tools/vm/guest-init.sh): the
+# only place it can write to that the host sees.
+rc=0
+"$root/tools/vm/run" --timeout 2400 --out "$vm_out" "${vm_args[@]}" -- \
+	tools/bench/guest.sh --out /run/sroce-out "${guest_args[@]}" || rc=$?
+if [[ ! -s "$vm_out/bench-raw.jsonl" ]]; then
+	echo "bench: the guest produced no results (vm exit $rc); see $vm_out" >&2
+	exit 1
+fi
+[[ $rc == 0 ]] || echo "bench: WARNING: the VM run exited with $rc (results may be partial; see $vm_out)" >&2
+echo
+python3 "$here/report.py" "$vm_out/bench-raw.jsonl" "$out/results.json" \
+	--meta "kernel=$("$root/tools/kver.sh")" \
+	--meta "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+	--meta "git=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)" \
+	--meta "host_cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" \
+	--meta "vm_exit=$rc"
+exit "$rc"

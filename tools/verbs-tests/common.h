@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Shared plumbing of the verbs tests: RAII wrappers for ibv objects, device
+// and GID selection, RC QP creation and the INIT->RTR->RTS dance that
+// connects two QPs of the same process to each other, completion waiting
+// (busy polling or completion channels).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vt {
+
+// Setup failures (anything that is not a test verdict) are thrown as Error;
+// main() prints them and exits 2.
+struct Error : std::runtime_error {
+	using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void throw_errno(const std::string &what, int err);
+std::string strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// --- RAII ----------------------------------------------------------------------
+
+template <typename T, int (*Free)(T *)> struct IbvDeleter {
+	void operator()(T *p) const noexcept
+	{
+		if (p && Free(p))
+			std::fprintf(stderr, "warning: releasing an ibv object failed: %m\n");
+	}
+};
+using ContextPtr = std::unique_ptr<ibv_context, IbvDeleter<ibv_context, ibv_close_device>>;
+using PdPtr = std::unique_ptr<ibv_pd, IbvDeleter<ibv_pd, ibv_dealloc_pd>>;
+using MrPtr = std::unique_ptr<ibv_mr, IbvDeleter<ibv_mr, ibv_dereg_mr>>;
+using ChannelPtr =
+	std::unique_ptr<ibv_comp_channel, IbvDeleter<ibv_comp_channel, ibv_destroy_comp_channel>>;
+using QpPtr = std::unique_ptr<ibv_qp, IbvDeleter<ibv_qp, ibv_destroy_qp>>;
+
+// A CQ, and the completion events it got that still need acking.
+struct CqDeleter {
+	void operator()(ibv_cq *cq) const noexcept;
+};
+using CqPtr = std::unique_ptr<ibv_cq, CqDeleter>;
+
+// Page-aligned anonymous memory (mmap), released with munmap.
+class Buffer {
+public:
+	Buffer() = default;
+	explicit Buffer(size_t len);
+	Buffer(Buffer &&o) noexcept : p_(o.p_), len_(o.len_) { o.p_ = nullptr, o.len_ = 0; }
+	Buffer &operator=(Buffer &&o) noexcept;
+	Buffer(const Buffer &) = delete;
+	Buffer &operator=(const Buffer &) = delete;
+	~Buffer();
+	uint8_t *data() const { return p_; }
+	size_t size() const { return len_; }
+	uint64_t addr() const { return reinterpret_cast<uintptr_t>(p_); }
+
+private:
+	uint8_t *p_ = nullptr;
+	size_t len_ = 0;
+};
+
+MrPtr reg_mr(ibv_pd *pd, void *addr, size_t len, unsigned access);
+
+// --- devices, GIDs ---------------------------------------------------------------
+
+struct DevSpec {
+	std::string name;            // empty: the first device
+	std::string gid = "auto";    // an index, or "auto"
+};
+
+// "auto": the first RoCE v2 GID of port 1 whose address family matches
+// (IPv4-mapped for ipv4, otherwise a global IPv6 address, link-local as a
+// last resort). Throws if there is none.
+int pick_gid(ibv_context *ctx, uint8_t port, bool ipv6);
+std::string gid_str(const ibv_gid &gid);
+const char *mtu_str(ibv_mtu mtu);
+ibv_mtu mtu_from_bytes(int bytes); // throws on a bad value
+const char *qp_state_str(ibv_qp_state s);
+const char *wc_opcode_str(ibv_wc_opcode op);
+
+// --- endpoints ------------------------------------------------------------------
+
+struct QpCaps {
+	uint32_t max_send_wr = 64, max_recv_wr = 64;
+	uint32_t max_send_sge = 16, max_recv_sge = 16;
+	uint32_t max_inline = 256;
+};
+
+// One side: a device context (its own, even when both sides use the same
+// device), PD, CQs (send and receive separate, on one completion channel
+// with --use-event) and one RC QP.
+struct Endpoint {
+	std::string label; // "A", "B"
+	std::string devname;
+	ContextPtr ctx;
+	ibv_device_attr dattr{};
+	ibv_port_attr pattr{};
+	uint8_t port = 1;
+	int gid_index = 0;
+	ibv_gid gid{};
+	PdPtr pd;
+	ChannelPtr chan;
+	CqPtr scq, rcq;
+	QpPtr qp;
+	ibv_qp_cap cap{};
+	bool use_event = false;
+
+	uint32_t qpn() const { return qp->qp_num; }
+	// (Re)create the QP (and nothing else) with caps clamped to the device.
+	void create_qp(const QpCaps &want);
+};
+
+std::unique_ptr<Endpoint> open_endpoint(const std::string &label, const DevSpec &spec, bool ipv6,
+					bool use_event, int cqe);
+
+struct ConnParams {
+	ibv_mtu mtu = IBV_MTU_1024;
+	uint8_t timeout = 14, retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 12;
+	uint8_t max_rd_atomic = 16; // clamped to the devices' limits
+	unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	uint32_t psn = 0; // this side's send PSN
+};
+
+// Bring ep's QP to RTS, connected to peer (QPN, GID of peer, peer_psn).
+void connect_qp(Endpoint &ep, const Endpoint &peer, const ConnParams &mine, uint32_t peer_psn);
+// Both directions: a <-> b.
+void connect_pair(Endpoint &a, Endpoint &b, const ConnParams &pa, const ConnParams &pb);
+// Path MTU: min of both ports' active_mtu, or the --mtu value if nonzero.
+ibv_mtu pick_mtu(const Endpoint &a, const Endpoint &b, int mtu_bytes);
+
+ibv_qp_state qp_state(ibv_qp *qp);
+void modify_state(ibv_qp *qp, ibv_qp_state st);
+
+// --- completions ----------------------------------------------------------------
+
+// Poll up to max completions from any of cqs (all of one process, possibly of
+// several endpoints). With events, blocks on the channels of the endpoints
+// (arming the CQs first) for up to timeout; returns what arrived (possibly
+// nothing). Throws when an armed CQ had completions but no event came (a lost
+// completion event) and strict_events is set.
+struct CqWaiter {
+	struct Entry {
+		ibv_cq *cq;
+		ibv_comp_channel *chan; // null: polled only
+	};
+	std::vector<Entry> cqs;
+	bool use_event = false;
+	uint64_t events = 0;        // completion events received
+	uint64_t missed_events = 0; // armed CQ had work, no event in time
+	// Returns the number of completions stored in wc (each tagged with the
+	// index of its CQ in which[]).
+	int wait(ibv_wc *wc, int *which, int max, std::chrono::milliseconds timeout);
+
+private:
+	int poll_all(ibv_wc *wc, int *which, int max);
+};
+
+// Collect exactly n completions from cq (busy or event waiting), failing
+// after timeout. Returns what arrived.
+std::vector<ibv_wc> collect(Endpoint &ep, ibv_cq *cq, size_t n, std::chrono::milliseconds timeout);
+
+// --- misc ----------------------------------------------------------------------
+
+using Clock = std::chrono::steady_clock;
+inline double secs_since(Clock::time_point t)
+{
+	return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// splitmix64: the pattern and the random generator of the tests.
+inline uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+class Rng {
+public:
+	explicit Rng(uint64_t seed) : s_(seed) {}
+	uint64_t next() { return mix64(s_++ * 0x2545f4914f6cdd1dULL); }
+	// Uniform in [lo, hi] (inclusive).
+	uint64_t range(uint64_t lo, uint64_t hi)
+	{
+		if (hi <= lo)
+			return lo;
+		uint64_t span = hi - lo + 1;
+		return span == 0 ? next() : lo + next() % span;
+	}
+	bool chance(unsigned percent) { return next() % 100 < percent; }
+
+private:
+	uint64_t s_;
+};
+
+} // namespace vt

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Position-dependent byte streams: byte k of stream `tag` is a function of
+// (tag, k) only, so a byte that lands at the wrong place, comes from another
+// message or is left over from an earlier one is detected.
+#pragma once
+
+#include "common.h"
+
+#include <cstring>
+
+namespace vt {
+
+inline uint64_t stream_word(uint64_t tag, uint64_t wi)
+{
+	return mix64(tag ^ (wi * 0xd6e8feb86659fd93ULL));
+}
+
+inline uint8_t stream_byte(uint64_t tag, uint64_t k)
+{
+	return static_cast<uint8_t>(stream_word(tag, k >> 3) >> ((k & 7) * 8));
+}
+
+// dst[0..len) = stream(tag)[k0..k0+len)
+inline void fill_stream(uint8_t *dst, size_t len, uint64_t tag, uint64_t k0)
+{
+	size_t i = 0;
+	for (; i < len && ((k0 + i) & 7); i++)
+		dst[i] = stream_byte(tag, k0 + i);
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w = stream_word(tag, (k0 + i) >> 3);
+		std::memcpy(dst + i, &w, 8); // little endian: byte j of w is byte k+j
+	}
+	for (; i < len; i++)
+		dst[i] = stream_byte(tag, k0 + i);
+}
+
+// Index of the first byte of src[0..len) that differs from stream(tag) at
+// k0.., or len if all match.
+inline size_t check_stream(const uint8_t *src, size_t len, uint64_t tag, uint64_t k0)
+{
+	size_t i = 0;
+	for (; i < len && ((k0 + i) & 7); i++)
+		if (src[i] != stream_byte(tag, k0 + i))
+			return i;
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w = stream_word(tag, (k0 + i) >> 3), g;
+		std::memcpy(&g, src + i, 8);
+		if (g != w) {
+			for (size_t j = 0; j < 8; j++)
+				if (src[i + j] != stream_byte(tag, k0 + i + j))
+					return i + j;
+		}
+	}
+	for (; i < len; i++)
+		if (src[i] != stream_byte(tag, k0 + i))
+			return i;
+	return len;
+}
+
+// How many bytes of src[0..len) differ from the stream.
+inline size_t count_mismatch(const uint8_t *src, size_t len, uint64_t tag, uint64_t k0)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += src[i] != stream_byte(tag, k0 + i);
+	return n;
+}
+
+} // namespace vt

@@ -1,0 +1,983 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// rc_integrity: one process, two RC QPs connected to each other (on two
+// devices, or twice the same device), random traffic in both directions, and
+// every byte and every completion checked.
+//
+// Memory model. Each side has one registered buffer cut into slots. A free
+// slot always holds its "resting" stream (a pattern unique to the side, the
+// slot and the byte position). An operation takes a slot on the requester
+// (the local SGEs) and one on the responder (receive SGEs, RDMA target or
+// source, atomic target), writes its message stream (unique to the seed and
+// the operation) where the data comes from, and posts. Once the operation is
+// complete, every byte of both slots around the touched range (plus guard
+// bytes) must be either the message (where it belongs) or resting (everywhere
+// else); then the message bytes are put back to resting and the slots are
+// free again. Now and then, and at the end, whole slots are checked.
+//
+// Operations are generated from (seed, operation number) alone, so a seed
+// reproduces the same sequence of work requests.
+
+#include "common.h"
+#include "pattern.h"
+
+#include <endian.h>
+#include <getopt.h>
+
+#include <algorithm>
+#include <array>
+#include <cinttypes>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <random>
+
+using namespace vt;
+
+namespace {
+
+enum Kind { K_SEND, K_SEND_IMM, K_WRITE, K_WRITE_IMM, K_READ, K_CAS, K_FADD, K_NKINDS };
+const char *const kind_name[K_NKINDS] = {"SEND", "SEND_IMM", "WRITE", "WRITE_IMM",
+					 "READ", "CMP_SWAP", "FETCH_ADD"};
+
+struct Options {
+	DevSpec a, b;
+	bool ipv6 = false;
+	int mtu = 0;
+	uint64_t iters = 1000;
+	uint64_t seed = 0;
+	bool seed_given = false;
+	size_t max_size = 1 << 20;
+	unsigned depth = 8;
+	bool use_event = false;
+	unsigned timeout = 60;             // seconds without progress
+	size_t mem = 256u << 20;           // per side, for the slots
+	unsigned kinds = (1u << K_NKINDS) - 1;
+	unsigned max_sge = 16;
+	unsigned signal_pct = 60;
+	int verbose = 0;
+};
+
+constexpr size_t kGuard = 256;    // checked bytes either side of a range
+constexpr size_t kJitter = 4096;  // random start offset within a slot
+constexpr size_t kMaxGap = 64;    // random gap between SGEs
+constexpr size_t kAux = 4096;     // per-slot area for WRITE_WITH_IMM's receive SGEs
+
+// Bytes [off, off+len) of a slot that must hold message bytes (the stream at
+// msg_off, or literal bytes).
+struct Piece {
+	size_t off, len;
+	uint64_t msg_off;
+	bool literal = false;
+	uint8_t lit[8] = {};
+};
+
+// After the operation, slot bytes [lo, hi) must be the pieces / resting.
+struct Check {
+	int side, slot;
+	size_t lo, hi;
+	std::vector<Piece> pieces;
+	const char *what;
+};
+
+struct Op {
+	uint64_t id;
+	int dir; // 0: A requests from B, 1: B from A
+	Kind kind;
+	size_t len = 0;
+	bool signaled = true, inlined = false, flush = false, has_recv = false;
+	bool send_done = false, recv_done = false;
+	uint32_t imm = 0; // big endian, as in the WR
+	int lslot = -1, rslot = -1;
+	uint64_t tag = 0;
+	std::vector<Piece> lpieces, rpieces; // SGE layout on requester / responder
+	size_t recv_cap = 0;
+	std::vector<Piece> recv_pieces; // receive SGEs (SEND: data; WRITE_IMM: must stay untouched)
+	uint64_t roff = 0;
+	uint64_t atom_orig = 0, atom_arg = 0, atom_swap = 0, atom_new = 0;
+	size_t atom_loff = 0;
+	std::vector<Check> checks;
+};
+
+struct Side {
+	Endpoint *ep;
+	Buffer buf;
+	MrPtr mr;
+	size_t nslots = 0;
+	std::vector<bool> busy;
+	uint64_t next_slot = 0;
+	uint64_t rest_tag(size_t slot) const { return mix64(0x5eed0000ULL ^ (slot * 0x10001ULL) ^ salt); }
+	uint64_t salt = 0;
+	uint8_t *slot_ptr(size_t slot) const { return buf.data() + slot * slot_size; }
+	size_t slot_size = 0;
+};
+
+class Test {
+public:
+	explicit Test(const Options &o) : opt_(o) {}
+	int run();
+
+private:
+	Options opt_;
+	std::unique_ptr<Endpoint> ep_[2];
+	Side side_[2];
+	size_t data_area_ = 0; // per slot, before the aux area
+	size_t max_len_ = 0;
+	std::map<uint64_t, std::unique_ptr<Op>> ops_;
+	std::deque<Op *> sq_[2];  // per direction: posted, send not complete
+	std::deque<Op *> rq_[2];  // per direction: receives posted, not complete
+	unsigned sq_used_[2] = {};
+	uint64_t count_[K_NKINDS] = {}, inlined_ = 0, unsignaled_ = 0, flushes_ = 0;
+	uint64_t bytes_verified_ = 0, msg_bytes_ = 0, full_scans_ = 0;
+	uint64_t send_cqes_ = 0, recv_cqes_ = 0;
+	bool failed_ = false;
+	CqWaiter waiter_;
+
+	[[noreturn]] void fail_op(const Op *op, const std::string &msg);
+	std::unique_ptr<Op> make_op(uint64_t id);
+	std::unique_ptr<Op> make_flush(uint64_t id, int dir);
+	bool can_post(const Op &op) const;
+	void post(Op &op);
+	void handle_send_wc(int dir, const ibv_wc &wc);
+	void handle_recv_wc(int dir, const ibv_wc &wc);
+	void maybe_retire(Op *op);
+	void verify(Op &op);
+	void full_scan(int side, int slot, const char *when);
+	size_t pick_size(Rng &r, bool zero_ok, size_t limit);
+	std::vector<Piece> layout(Rng &r, size_t len, size_t max_sge, size_t cap, size_t base,
+				  size_t *end);
+	std::string describe(const Op &op) const;
+	void setup();
+	void drain_extra();
+};
+
+std::string Test::describe(const Op &op) const
+{
+	std::string s = strf("op %" PRIu64 " %s %s len %zu %s%s%s", op.id, op.dir ? "B->A" : "A->B",
+			     op.flush ? "FLUSH(WRITE)" : kind_name[op.kind], op.len,
+			     op.signaled ? "signaled" : "unsignaled", op.inlined ? " inline" : "",
+			     op.has_recv ? strf(" recv_cap %zu", op.recv_cap).c_str() : "");
+	s += strf(" lslot %d rslot %d", op.lslot, op.rslot);
+	if (!op.lpieces.empty()) {
+		s += " lsge[";
+		for (auto &p : op.lpieces)
+			s += strf(" %zu+%zu", p.off, p.len);
+		s += " ]";
+	}
+	if (!op.recv_pieces.empty()) {
+		s += " rsge[";
+		for (auto &p : op.recv_pieces)
+			s += strf(" %zu+%zu", p.off, p.len);
+		s += " ]";
+	}
+	if (op.kind == K_WRITE || op.kind == K_WRITE_IMM || op.kind == K_READ || op.kind == K_CAS ||
+	    op.kind == K_FADD)
+		s += strf(" roff %" PRIu64, op.roff);
+	if (op.kind == K_CAS || op.kind == K_FADD)
+		s += strf(" orig 0x%" PRIx64 " arg 0x%" PRIx64 " swap 0x%" PRIx64, op.atom_orig,
+			  op.atom_arg, op.atom_swap);
+	return s;
+}
+
+void Test::fail_op(const Op *op, const std::string &msg)
+{
+	std::fprintf(stderr, "FAIL (seed %" PRIu64 "): %s\n", opt_.seed, msg.c_str());
+	if (op)
+		std::fprintf(stderr, "  %s\n", describe(*op).c_str());
+	std::fprintf(stderr, "  outstanding: A->B sq %zu rq %zu, B->A sq %zu rq %zu, ops %zu\n",
+		     sq_[0].size(), rq_[0].size(), sq_[1].size(), rq_[1].size(), ops_.size());
+	throw Error("verification failed");
+}
+
+size_t Test::pick_size(Rng &r, bool zero_ok, size_t limit)
+{
+	unsigned x = static_cast<unsigned>(r.range(0, 99));
+	if (zero_ok && x < 3)
+		return 0;
+	if (x < 15) {
+		size_t mtu = 128u << ep_[0]->pattr.active_mtu; // not the path MTU, close enough
+		size_t inl = ep_[0]->cap.max_inline_data;
+		const size_t edges[] = {1, 2, 7, 8, 9, mtu - 1, mtu, mtu + 1, 2 * mtu, 2 * mtu + 1,
+					inl, inl + 1, 4095, 4096, 4097, limit - 1, limit};
+		size_t v = edges[r.range(0, std::size(edges) - 1)];
+		return std::clamp<size_t>(v, 1, limit);
+	}
+	// log-uniform
+	unsigned maxbit = 63 - __builtin_clzll(std::max<size_t>(limit, 1));
+	unsigned b = static_cast<unsigned>(r.range(0, maxbit));
+	size_t lo = size_t{1} << b, hi = std::min(limit, (size_t{2} << b) - 1);
+	return r.range(lo, hi);
+}
+
+// Cut len bytes into 1..max_sge pieces (each >= 1 byte) laid out from base
+// with random gaps; cap >= len is the total the pieces may hold (the last
+// piece gets the slack). Zero length: no pieces.
+std::vector<Piece> Test::layout(Rng &r, size_t len, size_t max_sge, size_t cap, size_t base,
+				size_t *end)
+{
+	std::vector<Piece> v;
+	*end = base;
+	if (cap == 0)
+		return v;
+	size_t n = std::min<size_t>(r.range(1, max_sge), cap);
+	if (r.chance(30))
+		n = 1;
+	// n-1 distinct cut points in (0, cap)
+	std::vector<size_t> cuts;
+	while (cuts.size() < n - 1) {
+		size_t c;
+		// Cuts near the message edges and small pieces are the interesting ones.
+		if (r.chance(50) && cap > 2)
+			c = r.chance(50) ? r.range(1, std::min<size_t>(cap - 1, 16))
+					 : cap - r.range(1, std::min<size_t>(cap - 1, 16));
+		else
+			c = r.range(1, cap - 1);
+		if (std::find(cuts.begin(), cuts.end(), c) == cuts.end())
+			cuts.push_back(c);
+	}
+	std::sort(cuts.begin(), cuts.end());
+	cuts.push_back(cap);
+	size_t pos = base, prev = 0;
+	for (size_t c : cuts) {
+		Piece p{};
+		p.off = pos;
+		p.len = c - prev;
+		p.msg_off = prev;
+		v.push_back(p);
+		pos += p.len + (r.chance(50) ? r.range(0, kMaxGap) : 0);
+		prev = c;
+	}
+	(void)len;
+	*end = pos;
+	return v;
+}
+
+std::unique_ptr<Op> Test::make_flush(uint64_t id, int dir)
+{
+	auto op = std::make_unique<Op>();
+	op->id = id;
+	op->dir = dir;
+	op->kind = K_WRITE;
+	op->flush = true;
+	op->signaled = true;
+	return op;
+}
+
+std::unique_ptr<Op> Test::make_op(uint64_t id)
+{
+	Rng r(mix64(opt_.seed * 0x9e3779b97f4a7c15ULL + id));
+	auto op = std::make_unique<Op>();
+	op->id = id;
+	op->dir = static_cast<int>(r.range(0, 1));
+	std::vector<Kind> allowed;
+	for (int k = 0; k < K_NKINDS; k++)
+		if (opt_.kinds & (1u << k))
+			allowed.push_back(static_cast<Kind>(k));
+	op->kind = allowed[r.range(0, allowed.size() - 1)];
+	op->signaled = r.chance(opt_.signal_pct);
+	op->tag = mix64(opt_.seed ^ (id * 0xa0761d6478bd642fULL) ^ 0x6d657373616765ULL);
+	const Endpoint &req = *ep_[op->dir], &resp = *ep_[!op->dir];
+	int ls = static_cast<int>(side_[op->dir].next_slot++ % side_[op->dir].nslots);
+	int rs = static_cast<int>(side_[!op->dir].next_slot++ % side_[!op->dir].nslots);
+	op->lslot = ls;
+	op->rslot = rs;
+	size_t base_l = kGuard + r.range(0, kJitter - 1);
+	size_t base_r = kGuard + r.range(0, kJitter - 1);
+	size_t lend = 0, rend = 0;
+	auto local_window = [&](const char *what, std::vector<Piece> pieces) {
+		Check c{op->dir, ls, base_l - kGuard, std::min(lend + kGuard, data_area_), std::move(pieces),
+			what};
+		op->checks.push_back(std::move(c));
+	};
+
+	switch (op->kind) {
+	case K_SEND:
+	case K_SEND_IMM:
+	case K_WRITE:
+	case K_WRITE_IMM: {
+		bool is_send = op->kind == K_SEND || op->kind == K_SEND_IMM;
+		op->len = pick_size(r, true, max_len_);
+		op->lpieces = layout(r, op->len, std::min(req.cap.max_send_sge, opt_.max_sge), op->len, base_l, &lend);
+		op->inlined = op->len <= req.cap.max_inline_data && r.chance(50);
+		if (op->kind == K_SEND_IMM || op->kind == K_WRITE_IMM)
+			op->imm = static_cast<uint32_t>(r.next());
+		if (is_send) {
+			op->has_recv = true;
+			op->recv_cap = op->len + (r.chance(50) ? r.range(1, kMaxGap) : 0);
+			op->recv_pieces = layout(r, op->len, std::min(resp.cap.max_recv_sge, opt_.max_sge), op->recv_cap, base_r, &rend);
+			// Only the first len bytes of the receive buffer get data.
+			std::vector<Piece> data;
+			for (auto p : op->recv_pieces) {
+				if (p.msg_off >= op->len)
+					continue;
+				p.len = std::min<size_t>(p.len, op->len - p.msg_off);
+				data.push_back(p);
+			}
+			op->checks.push_back({!op->dir, rs, base_r - kGuard, std::min(rend + kGuard, data_area_),
+					      std::move(data), "receive buffer"});
+		} else {
+			op->roff = base_r;
+			rend = base_r + op->len;
+			std::vector<Piece> tgt;
+			if (op->len)
+				tgt.push_back({base_r, op->len, 0});
+			op->checks.push_back({!op->dir, rs, base_r - kGuard, std::min(rend + kGuard, data_area_),
+					      std::move(tgt), "RDMA write target"});
+			if (op->kind == K_WRITE_IMM) {
+				op->has_recv = true;
+				// Receive SGEs that a WRITE_WITH_IMM must leave alone.
+				if (r.chance(60)) {
+					size_t cap = r.range(1, kAux / 4), end;
+					op->recv_cap = cap;
+					op->recv_pieces = layout(r, cap, std::min(resp.cap.max_recv_sge, opt_.max_sge), cap,
+								 data_area_ + r.range(0, kAux / 4), &end);
+					op->checks.push_back({!op->dir, rs, data_area_, data_area_ + kAux, {},
+							      "WRITE_WITH_IMM receive buffer"});
+				}
+			}
+		}
+		// Source bytes must be unchanged (inline: already restored).
+		local_window("source buffer", op->inlined ? std::vector<Piece>{} : op->lpieces);
+		break;
+	}
+	case K_READ: {
+		op->len = pick_size(r, true, max_len_);
+		op->lpieces = layout(r, op->len,
+				     std::min<size_t>({req.cap.max_send_sge, opt_.max_sge,
+						       static_cast<size_t>(std::max(req.dattr.max_sge_rd, 1))}),
+				     op->len, base_l, &lend);
+		op->roff = base_r;
+		rend = base_r + op->len;
+		std::vector<Piece> src;
+		if (op->len)
+			src.push_back({base_r, op->len, 0});
+		op->checks.push_back({!op->dir, rs, base_r - kGuard, std::min(rend + kGuard, data_area_),
+				      std::move(src), "RDMA read source"});
+		local_window("RDMA read sink", op->lpieces);
+		break;
+	}
+	case K_CAS:
+	case K_FADD: {
+		op->len = 8;
+		op->roff = (base_r + 7) & ~size_t{7};
+		op->atom_loff = r.chance(50) ? (base_l + 7) & ~size_t{7} : base_l;
+		op->atom_orig = r.chance(10) ? ~uint64_t{0} - r.range(0, 3) : r.next();
+		if (op->kind == K_CAS) {
+			op->atom_arg = r.chance(50) ? op->atom_orig : op->atom_orig ^ (uint64_t{1} << r.range(0, 63));
+			op->atom_swap = r.next();
+			op->atom_new = op->atom_arg == op->atom_orig ? op->atom_swap : op->atom_orig;
+		} else {
+			op->atom_arg = r.chance(20) ? r.range(1, 3) : r.next();
+			op->atom_new = op->atom_orig + op->atom_arg;
+		}
+		Piece tp{op->roff, 8, 0, true, {}};
+		std::memcpy(tp.lit, &op->atom_new, 8);
+		op->checks.push_back({!op->dir, rs, op->roff - kGuard, op->roff + 8 + kGuard, {tp},
+				      "atomic target"});
+		Piece lp{op->atom_loff, 8, 0, true, {}};
+		std::memcpy(lp.lit, &op->atom_orig, 8);
+		op->lpieces = {lp};
+		lend = op->atom_loff + 8;
+		base_l = op->atom_loff;
+		local_window("atomic result", {lp});
+		break;
+	}
+	default:
+		break;
+	}
+	return op;
+}
+
+bool Test::can_post(const Op &op) const
+{
+	if (sq_used_[op.dir] >= opt_.depth && !op.flush)
+		return false;
+	if (sq_used_[op.dir] >= ep_[op.dir]->cap.max_send_wr)
+		return false;
+	if (op.lslot >= 0 && side_[op.dir].busy[op.lslot])
+		return false;
+	if (op.rslot >= 0 && side_[!op.dir].busy[op.rslot])
+		return false;
+	if (op.has_recv && rq_[op.dir].size() >= ep_[!op.dir]->cap.max_recv_wr)
+		return false;
+	return true;
+}
+
+void Test::post(Op &op)
+{
+	Side &ls = side_[op.dir], &rs = side_[!op.dir];
+	Endpoint &req = *ep_[op.dir], &resp = *ep_[!op.dir];
+	uint8_t *lbase = op.lslot >= 0 ? ls.slot_ptr(op.lslot) : nullptr;
+	uint8_t *rbase = op.rslot >= 0 ? rs.slot_ptr(op.rslot) : nullptr;
+	if (op.lslot >= 0)
+		ls.busy[op.lslot] = true;
+	if (op.rslot >= 0)
+		rs.busy[op.rslot] = true;
+
+	// Enforce: the send queue never fills up with unsignaled WRs only.
+	if (sq_used_[op.dir] + 1 >= opt_.depth)
+		op.signaled = true;
+
+	// Data where it comes from.
+	switch (op.kind) {
+	case K_SEND:
+	case K_SEND_IMM:
+	case K_WRITE:
+	case K_WRITE_IMM:
+		for (auto &p : op.lpieces)
+			fill_stream(lbase + p.off, p.len, op.tag, p.msg_off);
+		break;
+	case K_READ:
+		if (op.len)
+			fill_stream(rbase + op.roff, op.len, op.tag, 0);
+		break;
+	case K_CAS:
+	case K_FADD:
+		std::memcpy(rbase + op.roff, &op.atom_orig, 8);
+		break;
+	default:
+		break;
+	}
+
+	// The receive first (FIFO: it is the one this message will consume).
+	if (op.has_recv) {
+		std::vector<ibv_sge> sg;
+		for (auto &p : op.recv_pieces)
+			sg.push_back({rs.buf.addr() + op.rslot * rs.slot_size + p.off, static_cast<uint32_t>(p.len),
+				      rs.mr->lkey});
+		ibv_recv_wr wr{}, *bad = nullptr;
+		wr.wr_id = op.id | (uint64_t{1} << 63);
+		wr.sg_list = sg.empty() ? nullptr : sg.data();
+		wr.num_sge = static_cast<int>(sg.size());
+		int rc = ibv_post_recv(resp.qp.get(), &wr, &bad);
+		if (rc)
+			fail_op(&op, strf("ibv_post_recv: %s (%d)", strerror(rc), rc));
+		rq_[op.dir].push_back(&op);
+	}
+
+	std::vector<ibv_sge> sg;
+	ibv_send_wr wr{}, *bad = nullptr;
+	wr.wr_id = op.id;
+	if (op.kind == K_CAS || op.kind == K_FADD) {
+		sg.push_back({ls.buf.addr() + op.lslot * ls.slot_size + op.atom_loff, 8, ls.mr->lkey});
+	} else {
+		for (auto &p : op.lpieces)
+			sg.push_back({ls.buf.addr() + op.lslot * ls.slot_size + p.off,
+				      static_cast<uint32_t>(p.len), ls.mr->lkey});
+	}
+	wr.sg_list = sg.empty() ? nullptr : sg.data();
+	wr.num_sge = static_cast<int>(sg.size());
+	wr.send_flags = (op.signaled ? IBV_SEND_SIGNALED : 0) | (op.inlined ? IBV_SEND_INLINE : 0);
+	uint64_t raddr = rs.buf.addr() + (op.rslot >= 0 ? op.rslot * rs.slot_size : 0) + op.roff;
+	switch (op.kind) {
+	case K_SEND: wr.opcode = IBV_WR_SEND; break;
+	case K_SEND_IMM: wr.opcode = IBV_WR_SEND_WITH_IMM; break;
+	case K_WRITE: wr.opcode = IBV_WR_RDMA_WRITE; break;
+	case K_WRITE_IMM: wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM; break;
+	case K_READ: wr.opcode = IBV_WR_RDMA_READ; break;
+	case K_CAS: wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP; break;
+	case K_FADD: wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD; break;
+	default: break;
+	}
+	if (op.kind == K_SEND_IMM || op.kind == K_WRITE_IMM)
+		wr.imm_data = htobe32(op.imm);
+	if (op.kind == K_WRITE || op.kind == K_WRITE_IMM || op.kind == K_READ) {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rs.mr->rkey;
+	} else if (op.kind == K_CAS || op.kind == K_FADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rs.mr->rkey;
+		wr.wr.atomic.compare_add = op.atom_arg;
+		wr.wr.atomic.swap = op.atom_swap;
+	}
+	if (opt_.verbose)
+		std::printf("post %s\n", describe(op).c_str());
+	int rc = ibv_post_send(req.qp.get(), &wr, &bad);
+	if (rc)
+		fail_op(&op, strf("ibv_post_send: %s (%d)", strerror(rc), rc));
+	sq_[op.dir].push_back(&op);
+	sq_used_[op.dir]++;
+	if (op.inlined) {
+		// Inline data was copied at post time: the buffer is ours again.
+		for (auto &p : op.lpieces)
+			fill_stream(lbase + p.off, p.len, ls.rest_tag(op.lslot), p.off);
+		inlined_++;
+	}
+	if (!op.signaled)
+		unsignaled_++;
+	if (op.flush)
+		flushes_++;
+	else
+		count_[op.kind]++;
+	msg_bytes_ += op.len;
+}
+
+void Test::handle_send_wc(int dir, const ibv_wc &wc)
+{
+	send_cqes_++;
+	Op *head = sq_[dir].empty() ? nullptr : sq_[dir].front();
+	auto it = ops_.find(wc.wr_id);
+	Op *op = it == ops_.end() ? nullptr : it->second.get();
+	if (wc.status != IBV_WC_SUCCESS)
+		fail_op(op, strf("%s: send completion wr_id %" PRIu64 " with status %s (%d), vendor_err 0x%x",
+				 ep_[dir]->label.c_str(), wc.wr_id, ibv_wc_status_str(wc.status), wc.status,
+				 wc.vendor_err));
+	if (!op || op->send_done || op->dir != dir)
+		fail_op(head, strf("%s: send completion for unknown/completed wr_id %" PRIu64 " (opcode %s)",
+				   ep_[dir]->label.c_str(), wc.wr_id, wc_opcode_str(wc.opcode)));
+	if (!op->signaled)
+		fail_op(op, "completion for an unsignaled WR");
+	if (wc.qp_num != ep_[dir]->qpn())
+		fail_op(op, strf("send completion qp_num 0x%x, expected 0x%x", wc.qp_num, ep_[dir]->qpn()));
+	ibv_wc_opcode want;
+	switch (op->kind) {
+	case K_SEND:
+	case K_SEND_IMM: want = IBV_WC_SEND; break;
+	case K_WRITE:
+	case K_WRITE_IMM: want = IBV_WC_RDMA_WRITE; break;
+	case K_READ: want = IBV_WC_RDMA_READ; break;
+	case K_CAS: want = IBV_WC_COMP_SWAP; break;
+	default: want = IBV_WC_FETCH_ADD; break;
+	}
+	if (wc.opcode != want)
+		fail_op(op, strf("send completion opcode %s, expected %s", wc_opcode_str(wc.opcode),
+				 wc_opcode_str(want)));
+	if (op->kind == K_READ && wc.byte_len != op->len)
+		fail_op(op, strf("RDMA read completion byte_len %u, expected %zu", wc.byte_len, op->len));
+	if ((op->kind == K_CAS || op->kind == K_FADD) && wc.byte_len != 8)
+		fail_op(op, strf("atomic completion byte_len %u, expected 8", wc.byte_len));
+	// In order: everything before it on this send queue is complete too,
+	// and none of it may have been signaled.
+	while (!sq_[dir].empty()) {
+		Op *o = sq_[dir].front();
+		if (o != op && o->signaled)
+			fail_op(o, strf("completion order: got wr_id %" PRIu64 " before this signaled WR",
+					op->id));
+		sq_[dir].pop_front();
+		sq_used_[dir]--;
+		o->send_done = true;
+		maybe_retire(o);
+		if (o == op)
+			break;
+	}
+}
+
+void Test::handle_recv_wc(int dir, const ibv_wc &wc)
+{
+	recv_cqes_++;
+	const Endpoint &resp = *ep_[!dir];
+	if (rq_[dir].empty())
+		fail_op(nullptr, strf("%s: unexpected receive completion wr_id 0x%" PRIx64 " status %s",
+				      resp.label.c_str(), wc.wr_id, ibv_wc_status_str(wc.status)));
+	Op *op = rq_[dir].front();
+	if (wc.status != IBV_WC_SUCCESS)
+		fail_op(op, strf("%s: receive completion with status %s (%d), vendor_err 0x%x",
+				 resp.label.c_str(), ibv_wc_status_str(wc.status), wc.status, wc.vendor_err));
+	if (wc.wr_id != (op->id | (uint64_t{1} << 63)))
+		fail_op(op, strf("receive completion order: got wr_id %" PRIu64 ", expected %" PRIu64,
+				 wc.wr_id & ~(uint64_t{1} << 63), op->id));
+	rq_[dir].pop_front();
+	if (wc.qp_num != resp.qpn())
+		fail_op(op, strf("receive completion qp_num 0x%x, expected 0x%x", wc.qp_num, resp.qpn()));
+	bool imm = op->kind == K_SEND_IMM || op->kind == K_WRITE_IMM;
+	ibv_wc_opcode want = op->kind == K_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	if (wc.opcode != want)
+		fail_op(op, strf("receive completion opcode %s, expected %s", wc_opcode_str(wc.opcode),
+				 wc_opcode_str(want)));
+	if (wc.byte_len != op->len)
+		fail_op(op, strf("receive completion byte_len %u, expected %zu", wc.byte_len, op->len));
+	if (!!(wc.wc_flags & IBV_WC_WITH_IMM) != imm)
+		fail_op(op, strf("receive completion wc_flags 0x%x: IBV_WC_WITH_IMM %s", wc.wc_flags,
+				 imm ? "missing" : "unexpected"));
+	if (imm && wc.imm_data != htobe32(op->imm))
+		fail_op(op, strf("receive completion imm_data 0x%08x, expected 0x%08x", be32toh(wc.imm_data),
+				 op->imm));
+	op->recv_done = true;
+	maybe_retire(op);
+}
+
+void Test::maybe_retire(Op *op)
+{
+	if (!op->send_done || (op->has_recv && !op->recv_done))
+		return;
+	verify(*op);
+	if (op->lslot >= 0)
+		side_[op->dir].busy[op->lslot] = false;
+	if (op->rslot >= 0)
+		side_[!op->dir].busy[op->rslot] = false;
+	ops_.erase(op->id);
+}
+
+void Test::verify(Op &op)
+{
+	for (auto &c : op.checks) {
+		Side &s = side_[c.side];
+		uint8_t *base = s.slot_ptr(c.slot);
+		uint64_t rest = s.rest_tag(c.slot);
+		auto pieces = c.pieces;
+		std::sort(pieces.begin(), pieces.end(), [](auto &x, auto &y) { return x.off < y.off; });
+		size_t pos = c.lo;
+		auto bad = [&](size_t at, const char *expect) {
+			size_t win_lo = at >= 8 ? at - 8 : 0;
+			std::string dump;
+			for (size_t i = win_lo; i < std::min(at + 24, c.hi); i++)
+				dump += strf("%s%02x", i == at ? " [" : " ", base[i]);
+			fail_op(&op, strf("%s on %s, slot %d: byte at slot offset %zu is wrong (expected %s); "
+					  "bytes from offset %zu:%s",
+					  c.what, ep_[c.side]->label.c_str(), c.slot, at, expect, win_lo,
+					  dump.c_str()));
+		};
+		for (auto &p : pieces) {
+			if (p.off > pos) {
+				size_t m = check_stream(base + pos, p.off - pos, rest, pos);
+				if (m != p.off - pos)
+					bad(pos + m, strf("untouched (resting 0x%02x; %zu bad bytes in this gap)",
+							  stream_byte(rest, pos + m),
+							  count_mismatch(base + pos, p.off - pos, rest, pos))
+							     .c_str());
+			}
+			if (p.literal) {
+				for (size_t i = 0; i < p.len; i++)
+					if (base[p.off + i] != p.lit[i]) {
+						uint64_t got;
+						std::memcpy(&got, base + p.off, 8);
+						uint64_t want;
+						std::memcpy(&want, p.lit, 8);
+						bad(p.off + i, strf("atomic value 0x%016" PRIx64 ", got 0x%016" PRIx64,
+								    want, got)
+								       .c_str());
+					}
+			} else {
+				size_t m = check_stream(base + p.off, p.len, op.tag, p.msg_off);
+				if (m != p.len)
+					bad(p.off + m,
+					    strf("message byte %" PRIu64 " = 0x%02x; %zu of %zu bytes of this SGE wrong",
+						 p.msg_off + m, stream_byte(op.tag, p.msg_off + m),
+						 count_mismatch(base + p.off, p.len, op.tag, p.msg_off), p.len)
+						    .c_str());
+			}
+			pos = p.off + p.len;
+		}
+		if (c.hi > pos) {
+			size_t m = check_stream(base + pos, c.hi - pos, rest, pos);
+			if (m != c.hi - pos)
+				bad(pos + m, strf("untouched (resting 0x%02x; %zu bad bytes after the data)",
+						  stream_byte(rest, pos + m),
+						  count_mismatch(base + pos, c.hi - pos, rest, pos))
+						     .c_str());
+		}
+		bytes_verified_ += c.hi - c.lo;
+		// Back to resting.
+		for (auto &p : pieces)
+			fill_stream(base + p.off, p.len, rest, p.off);
+	}
+	// Sources of inline sends were restored at post time; READ sources and
+	// atomic targets are pieces of a check and restored above.
+	std::vector<std::pair<int, int>> slots;
+	if (op.lslot >= 0)
+		slots.push_back({op.dir, op.lslot});
+	if (op.rslot >= 0)
+		slots.push_back({!op.dir, op.rslot});
+	for (auto [sd, sl] : slots) {
+		Side &s = side_[sd];
+		if (s.slot_size <= 65536 || (mix64(op.id ^ opt_.seed) & 31) == 0)
+			full_scan(sd, sl, "after an operation");
+	}
+}
+
+void Test::full_scan(int sd, int slot, const char *when)
+{
+	Side &s = side_[sd];
+	uint8_t *base = s.slot_ptr(slot);
+	uint64_t rest = s.rest_tag(slot);
+	size_t m = check_stream(base, s.slot_size, rest, 0);
+	full_scans_++;
+	if (m != s.slot_size)
+		fail_op(nullptr, strf("full scan %s: %s slot %d byte %zu is 0x%02x, expected resting 0x%02x "
+				      "(%zu bad bytes in the slot): a stray write",
+				      when, ep_[sd]->label.c_str(), slot, m, base[m], stream_byte(rest, m),
+				      count_mismatch(base, s.slot_size, rest, 0)));
+	bytes_verified_ += s.slot_size;
+}
+
+void Test::setup()
+{
+	ep_[0] = open_endpoint("A", opt_.a, opt_.ipv6, opt_.use_event, 4 * opt_.depth + 16);
+	ep_[1] = open_endpoint("B", opt_.b, opt_.ipv6, opt_.use_event, 4 * opt_.depth + 16);
+	QpCaps caps;
+	caps.max_send_wr = opt_.depth + 2;
+	caps.max_recv_wr = opt_.depth + 2;
+	caps.max_send_sge = caps.max_recv_sge = opt_.max_sge;
+	for (auto &e : ep_)
+		e->create_qp(caps);
+	ConnParams pa, pb;
+	pa.mtu = pb.mtu = pick_mtu(*ep_[0], *ep_[1], opt_.mtu);
+	pa.psn = static_cast<uint32_t>(mix64(opt_.seed ^ 1)) & 0xffffff;
+	pb.psn = static_cast<uint32_t>(mix64(opt_.seed ^ 2)) & 0xffffff;
+	// PSNs near the wrap are worth a try.
+	if (mix64(opt_.seed ^ 3) & 1)
+		pa.psn = 0xffffff - (pa.psn & 0xff);
+	connect_pair(*ep_[0], *ep_[1], pa, pb);
+
+	max_len_ = std::min<size_t>(opt_.max_size, std::min(ep_[0]->pattr.max_msg_sz, ep_[1]->pattr.max_msg_sz));
+	data_area_ = kGuard + kJitter + max_len_ + (opt_.max_sge + 1) * kMaxGap + kMaxGap + kGuard + 8;
+	data_area_ = (data_area_ + 7) & ~size_t{7};
+	size_t slot = (data_area_ + kAux + 4095) & ~size_t{4095};
+	for (int i = 0; i < 2; i++) {
+		Side &s = side_[i];
+		s.ep = ep_[i].get();
+		s.slot_size = slot;
+		s.salt = mix64(opt_.seed + 0x1000 + i);
+		s.nslots = std::clamp<size_t>(opt_.mem / slot, 1, 2 * opt_.depth);
+		s.buf = Buffer(s.nslots * slot);
+		s.busy.assign(s.nslots, false);
+		for (size_t k = 0; k < s.nslots; k++)
+			fill_stream(s.slot_ptr(k), slot, s.rest_tag(k), 0);
+		s.mr = reg_mr(ep_[i]->pd.get(), s.buf.data(), s.buf.size(),
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				      IBV_ACCESS_REMOTE_ATOMIC);
+	}
+	waiter_.use_event = opt_.use_event;
+	// Order matters: index i below.
+	waiter_.cqs = {{ep_[0]->scq.get(), ep_[0]->chan.get()}, {ep_[0]->rcq.get(), ep_[0]->chan.get()},
+		       {ep_[1]->scq.get(), ep_[1]->chan.get()}, {ep_[1]->rcq.get(), ep_[1]->chan.get()}};
+
+	for (int i = 0; i < 2; i++) {
+		auto &e = *ep_[i];
+		std::printf("%s: %s gid[%d] %s qpn 0x%x max_send_sge %u max_recv_sge %u max_inline %u "
+			    "active_mtu %s max_msg_sz %u slots %zu x %zu B\n",
+			    e.label.c_str(), e.devname.c_str(), e.gid_index, gid_str(e.gid).c_str(), e.qpn(),
+			    e.cap.max_send_sge, e.cap.max_recv_sge, e.cap.max_inline_data,
+			    mtu_str(e.pattr.active_mtu), e.pattr.max_msg_sz, side_[i].nslots, side_[i].slot_size);
+	}
+	std::printf("path_mtu %s, psn A 0x%06x B 0x%06x, depth %u, max size %zu, %s\n", mtu_str(pa.mtu),
+		    pa.psn, pb.psn, opt_.depth, max_len_, opt_.use_event ? "completion events" : "polling");
+	std::fflush(stdout);
+}
+
+// Nothing may complete after everything did.
+void Test::drain_extra()
+{
+	ibv_wc wc[8];
+	int which[8];
+	auto end = Clock::now() + std::chrono::milliseconds(200);
+	while (Clock::now() < end) {
+		int n = waiter_.wait(wc, which, 8, std::chrono::milliseconds(50));
+		if (n)
+			fail_op(nullptr, strf("%d completion(s) after all work was complete: first wr_id 0x%" PRIx64
+					      " status %s opcode %s",
+					      n, wc[0].wr_id, ibv_wc_status_str(wc[0].status),
+					      wc_opcode_str(wc[0].opcode)));
+	}
+}
+
+int Test::run()
+{
+	setup();
+	auto start = Clock::now(), last_progress = start;
+	uint64_t next_id = 0;
+	std::unique_ptr<Op> pending;
+	uint64_t flush_id = uint64_t{1} << 62; // not in the operation numbering
+	auto report_time = start;
+	while (true) {
+		// Post as much as the limits allow.
+		while (true) {
+			if (!pending && next_id < opt_.iters)
+				pending = make_op(next_id++);
+			if (!pending || !can_post(*pending))
+				break;
+			Op *op = pending.get();
+			ops_[op->id] = std::move(pending);
+			post(*op);
+		}
+		// Blocked or done: a queue that ends with unsignaled WRs would never
+		// report them; end it with a signaled zero-length WRITE.
+		for (int d = 0; d < 2; d++) {
+			if (!sq_[d].empty() && !sq_[d].back()->signaled) {
+				auto f = make_flush(flush_id++, d);
+				Op *fp = f.get();
+				ops_[fp->id] = std::move(f);
+				post(*fp);
+			}
+		}
+		if (!pending && next_id >= opt_.iters && ops_.empty())
+			break;
+
+		ibv_wc wc[32];
+		int which[32];
+		int n = waiter_.wait(wc, which, 32, std::chrono::milliseconds(1000));
+		for (int i = 0; i < n; i++) {
+			switch (which[i]) {
+			case 0: handle_send_wc(0, wc[i]); break; // A's send CQ: A->B
+			case 1: handle_recv_wc(1, wc[i]); break; // A's recv CQ: B->A
+			case 2: handle_send_wc(1, wc[i]); break;
+			case 3: handle_recv_wc(0, wc[i]); break;
+			}
+		}
+		auto now = Clock::now();
+		if (n)
+			last_progress = now;
+		else if (now - last_progress > std::chrono::seconds(opt_.timeout)) {
+			Op *o = nullptr;
+			for (int d = 0; d < 2 && !o; d++)
+				o = !sq_[d].empty() ? sq_[d].front() : !rq_[d].empty() ? rq_[d].front() : nullptr;
+			fail_op(o, strf("no completion for %u s (stuck); oldest outstanding op shown", opt_.timeout));
+		}
+		if (now - report_time > std::chrono::seconds(10)) {
+			report_time = now;
+			std::printf("... %" PRIu64 "/%" PRIu64 " ops posted, %.1f s\n", next_id, opt_.iters,
+				    secs_since(start));
+			std::fflush(stdout);
+		}
+	}
+	drain_extra();
+	for (int sd = 0; sd < 2; sd++)
+		for (size_t k = 0; k < side_[sd].nslots; k++)
+			full_scan(sd, static_cast<int>(k), "at the end");
+	if (opt_.use_event && waiter_.missed_events)
+		fail_op(nullptr, strf("%" PRIu64 " time(s) an armed CQ had completions but no event arrived within 1 s",
+				      waiter_.missed_events));
+
+	double t = secs_since(start);
+	std::string per;
+	for (int k = 0; k < K_NKINDS; k++)
+		per += strf(" %s=%" PRIu64, kind_name[k], count_[k]);
+	std::printf("rc_integrity: PASS seed=%" PRIu64 " ops=%" PRIu64 "%s (inline=%" PRIu64 " unsignaled=%" PRIu64
+		    " flush=%" PRIu64 ") cqes send=%" PRIu64 " recv=%" PRIu64 "%s message_bytes=%" PRIu64
+		    " bytes_verified=%" PRIu64 " full_scans=%" PRIu64 " time=%.1fs\n",
+		    opt_.seed, opt_.iters, per.c_str(), inlined_, unsignaled_, flushes_, send_cqes_, recv_cqes_,
+		    opt_.use_event ? strf(" events=%" PRIu64, waiter_.events).c_str() : "", msg_bytes_,
+		    bytes_verified_, full_scans_, t);
+	return 0;
+}
+
+size_t parse_size(const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		throw Error(strf("bad size '%s'", s));
+	std::string suf(end);
+	if (suf == "K" || suf == "k" || suf == "KiB")
+		v <<= 10;
+	else if (suf == "M" || suf == "MiB")
+		v <<= 20;
+	else if (suf == "G" || suf == "GiB")
+		v <<= 30;
+	else if (!suf.empty())
+		throw Error(strf("bad size suffix in '%s' (K, M, G)", s));
+	return v;
+}
+
+unsigned parse_kinds(const std::string &s)
+{
+	unsigned m = 0;
+	size_t pos = 0;
+	while (pos <= s.size()) {
+		size_t c = s.find(',', pos);
+		std::string w = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+		int k;
+		for (k = 0; k < K_NKINDS; k++)
+			if (strcasecmp(w.c_str(), kind_name[k]) == 0)
+				break;
+		if (k == K_NKINDS)
+			throw Error("unknown operation '" + w + "' (SEND,SEND_IMM,WRITE,WRITE_IMM,READ,CMP_SWAP,FETCH_ADD)");
+		m |= 1u << k;
+		if (c == std::string::npos)
+			break;
+		pos = c + 1;
+	}
+	return m;
+}
+
+void usage(FILE *f)
+{
+	std::fprintf(f,
+		     "usage: rc_integrity [options]\n"
+		     "  --dev-a NAME, --dev-b NAME  RDMA devices of the two QPs (default: the first device;\n"
+		     "                              the same device twice is fine)\n"
+		     "  --gid-a N|auto, --gid-b N|auto  GID index (auto: first RoCE v2 GID of the family)\n"
+		     "  --ipv6                      auto picks IPv6 GIDs (default IPv4)\n"
+		     "  --mtu BYTES                 path MTU (default: the ports' active_mtu)\n"
+		     "  --iters N                   operations (default 1000)\n"
+		     "  --seed S                    random seed (default: from the clock; printed)\n"
+		     "  --max-size BYTES            largest message, K/M/G suffixes (default 1M)\n"
+		     "  --depth N                   WRs in flight per QP (default 8)\n"
+		     "  --ops LIST                  only these: SEND,SEND_IMM,WRITE,WRITE_IMM,READ,CMP_SWAP,FETCH_ADD\n"
+		     "  --max-sge N                 SGEs per WR requested (default 16)\n"
+		     "  --signal-pct P              share of signaled WRs (default 60)\n"
+		     "  --mem BYTES                 buffer per side (default 256M; at least one slot)\n"
+		     "  --use-event                 wait on completion channels instead of polling\n"
+		     "  --timeout SECS              fail after this long without a completion (default 60)\n"
+		     "  -v, --verbose               print every WR\n"
+		     "Exit status: 0 all checks passed, 1 a check failed, 2 setup/usage error.\n");
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	Options o;
+	enum { O_DEVA = 256, O_DEVB, O_GIDA, O_GIDB, O_IPV6, O_MTU, O_ITERS, O_SEED, O_MAXSIZE, O_DEPTH,
+	       O_EVENT, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT };
+	static const option longopts[] = {
+		{"dev-a", required_argument, nullptr, O_DEVA}, {"dev-b", required_argument, nullptr, O_DEVB},
+		{"gid-a", required_argument, nullptr, O_GIDA}, {"gid-b", required_argument, nullptr, O_GIDB},
+		{"ipv6", no_argument, nullptr, O_IPV6},        {"mtu", required_argument, nullptr, O_MTU},
+		{"iters", required_argument, nullptr, O_ITERS}, {"seed", required_argument, nullptr, O_SEED},
+		{"max-size", required_argument, nullptr, O_MAXSIZE},
+		{"depth", required_argument, nullptr, O_DEPTH}, {"use-event", no_argument, nullptr, O_EVENT},
+		{"timeout", required_argument, nullptr, O_TIMEOUT}, {"mem", required_argument, nullptr, O_MEM},
+		{"ops", required_argument, nullptr, O_OPS},    {"max-sge", required_argument, nullptr, O_MAXSGE},
+		{"signal-pct", required_argument, nullptr, O_SIGPCT},
+		{"verbose", no_argument, nullptr, 'v'},        {"help", no_argument, nullptr, 'h'},
+		{nullptr, 0, nullptr, 0}};
+	try {
+		int c;
+		while ((c = getopt_long(argc, argv, "vh", longopts, nullptr)) != -1) {
+			switch (c) {
+			case O_DEVA: o.a.name = optarg; break;
+			case O_DEVB: o.b.name = optarg; break;
+			case O_GIDA: o.a.gid = optarg; break;
+			case O_GIDB: o.b.gid = optarg; break;
+			case O_IPV6: o.ipv6 = true; break;
+			case O_MTU: o.mtu = std::stoi(optarg); break;
+			case O_ITERS: o.iters = std::stoull(optarg); break;
+			case O_SEED: o.seed = std::stoull(optarg, nullptr, 0); o.seed_given = true; break;
+			case O_MAXSIZE: o.max_size = parse_size(optarg); break;
+			case O_DEPTH: o.depth = std::stoul(optarg); break;
+			case O_EVENT: o.use_event = true; break;
+			case O_TIMEOUT: o.timeout = std::stoul(optarg); break;
+			case O_MEM: o.mem = parse_size(optarg); break;
+			case O_OPS: o.kinds = parse_kinds(optarg); break;
+			case O_MAXSGE: o.max_sge = std::stoul(optarg); break;
+			case O_SIGPCT: o.signal_pct = std::stoul(optarg); break;
+			case 'v': o.verbose++; break;
+			case 'h': usage(stdout); return 0;
+			default: usage(stderr); return 2;
+			}
+		}
+		if (optind != argc) {
+			usage(stderr);
+			return 2;
+		}
+		if (o.depth < 1 || o.depth > 4096 || o.max_sge < 1 || o.max_sge > 64 || o.max_size < 1 ||
+		    o.signal_pct > 100)
+			throw Error("option out of range");
+		if (!o.seed_given)
+			o.seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) % 1000000007ULL;
+		if (o.b.name.empty())
+			o.b.name = o.a.name;
+		std::printf("rc_integrity: seed %" PRIu64 " iters %" PRIu64 "\n", o.seed, o.iters);
+		std::fflush(stdout);
+		Test t(o);
+		return t.run();
+	} catch (const Error &e) {
+		std::fprintf(stderr, "rc_integrity: %s\n", e.what());
+		return std::string(e.what()) == "verification failed" ? 1 : 2;
+	} catch (const std::exception &e) {
+		std::fprintf(stderr, "rc_integrity: bad argument: %s\n", e.what());
+		return 2;
+	}
+}

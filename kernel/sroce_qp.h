@@ -13,7 +13,8 @@
  * - @sq_lock (BH) protects what both share: the send state (req.*, comp.*)
  *   and the per-WQE status array. Packets are built outside it.
  * - The responder runs in softirq from the receive path; @resp_lock (BH)
- *   protects resp.*. READ responses are sent inline, in PSN order.
+ *   protects resp.*. Short READs are answered inline; long ones stream
+ *   from qp->resp_work while later requests wait in resp.backlog.
  * - @state_lock (BH) protects state transitions; the data path reads
  *   qp->state with READ_ONCE and rechecks under its own lock.
  *
@@ -135,6 +136,7 @@ struct sroce_qp {
 	struct sroce_queue rq;
 	u32 max_recv_sge;
 	spinlock_t rq_post_lock;	/* kernel post_recv producers */
+	struct work_struct resp_work;	/* streams long READs */
 	struct {
 		u32 epsn;		/* expected PSN */
 		u32 msn;
@@ -150,6 +152,9 @@ struct sroce_qp {
 		struct sroce_rd_res *res;
 		u32 nres;		/* max_dest_rd_atomic slots */
 		u32 res_head;		/* next slot to use */
+		struct sroce_rd_res *stream;	/* READ being streamed */
+		bool busy;		/* stream or backlog pending */
+		struct sk_buff_head backlog;	/* requests behind it */
 	} resp;
 };
 

@@ -908,6 +908,8 @@ void sroce_qp_flush(struct sroce_qp *qp)
 void sroce_transport_init_qp(struct sroce_qp *qp)
 {
 	INIT_WORK(&qp->req_work, sroce_req_work);
+	INIT_WORK(&qp->resp_work, sroce_resp_work);
+	skb_queue_head_init(&qp->resp.backlog);
 	timer_setup(&qp->comp.retrans_timer, sroce_retrans_timeout, 0);
 	timer_setup(&qp->comp.rnr_timer, sroce_rnr_timeout, 0);
 }
@@ -942,6 +944,10 @@ void sroce_transport_stop(struct sroce_qp *qp)
 	del_timer_sync(&qp->comp.retrans_timer);
 	del_timer_sync(&qp->comp.rnr_timer);
 	cancel_work_sync(&qp->req_work);
+	cancel_work_sync(&qp->resp_work);
+	spin_lock_bh(&qp->resp_lock);
+	__skb_queue_purge(&qp->resp.backlog);
+	spin_unlock_bh(&qp->resp_lock);
 	del_timer_sync(&qp->comp.retrans_timer);
 	del_timer_sync(&qp->comp.rnr_timer);
 }

@@ -9,6 +9,7 @@
 
 #include <linux/highmem.h>
 #include <linux/slab.h>
+#include <linux/udp.h>
 
 #include "sroce.h"
 #include "sroce_cq.h"
@@ -24,7 +25,19 @@
 /* We do not run end-to-end credits: advertise "invalid" (unlimited). */
 #define SROCE_CREDIT_INVALID	31
 
-static void sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r);
+static bool sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
+			      u32 budget);
+static void sroce_resp_start_read(struct sroce_qp *qp, struct sroce_rd_res *r);
+
+/*
+ * READs of up to this many packets are answered inline from softirq; longer
+ * ones stream from resp_work in chunks, so one READ cannot overflow the
+ * receiving CPU's backlog (netdev_max_backlog, 1000 packets by default).
+ */
+#define SROCE_READ_INLINE_PKTS	32
+#define SROCE_READ_CHUNK	64
+/* Requests held back behind a streaming READ, per QP. */
+#define SROCE_RESP_BACKLOG	4096
 
 enum sroce_res_kind {
 	SROCE_RES_FREE,
@@ -62,6 +75,9 @@ void sroce_resp_reset(struct sroce_qp *qp)
 	if (qp->resp.res)
 		memset(qp->resp.res, 0, qp->resp.nres * sizeof(*qp->resp.res));
 	qp->resp.res_head = 0;
+	qp->resp.stream = NULL;
+	qp->resp.busy = false;
+	__skb_queue_purge(&qp->resp.backlog);
 }
 
 static void sroce_resp_send_aeth(struct sroce_qp *qp, u8 opcode, u32 psn,
@@ -369,7 +385,7 @@ static enum sroce_resp_verdict sroce_resp_read(struct sroce_qp *qp,
 	res->len = pkt->reth.len;
 	res->sent = 0;
 	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
-	sroce_resp_stream(qp, res);
+	sroce_resp_start_read(qp, res);
 	return SROCE_RESP_DONE;
 }
 
@@ -452,7 +468,7 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 				/* Re-execute the whole READ. */
 				res->next_psn = res->first_psn;
 				res->sent = 0;
-				sroce_resp_stream(qp, res);
+				sroce_resp_start_read(qp, res);
 			}
 			return;
 		}
@@ -466,23 +482,16 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 }
 
 /*
- * sroce_resp_rcv - handle a request packet (softirq)
+ * Execute one request, resp_lock held. Returns true if the QP must go to
+ * the error state (the caller does that after dropping the lock).
  */
-void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
-		    const struct sroce_pkt *pkt, const u8 *payload)
+static bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
+			      const u8 *payload)
 {
 	enum sroce_resp_verdict v;
-	enum ib_qp_state state = READ_ONCE(qp->state);
 	u32 psn = pkt->bth.psn;
 	s32 d;
 
-	if (state != IB_QPS_RTR && state != IB_QPS_RTS &&
-	    state != IB_QPS_SQD) {
-		sroce_stat_inc(qp->sdev, SROCE_CNT_RX_BAD_QP_STATE);
-		return;
-	}
-
-	spin_lock_bh(&qp->resp_lock);
 	d = sroce_psn_diff(psn, qp->resp.epsn);
 	if (d > 0) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
@@ -548,13 +557,50 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 			       SROCE_NAK_INVALID_REQ : v == SROCE_RESP_NAK_ACCESS ?
 			       SROCE_NAK_REMOTE_ACCESS_ERR :
 			       SROCE_NAK_REMOTE_OP_ERR);
-		spin_unlock_bh(&qp->resp_lock);
 		/* Class B/C errors: the responder's QP goes to error too. */
-		sroce_qp_error(qp);
-		return;
+		return true;
 	}
 out:
+	return false;
+}
+
+static bool sroce_resp_state_ok(struct sroce_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	return state == IB_QPS_RTR || state == IB_QPS_RTS ||
+	       state == IB_QPS_SQD;
+}
+
+/*
+ * sroce_resp_rcv - handle a request packet (softirq)
+ *
+ * While a large READ is being streamed from resp_work, later requests wait
+ * in resp.backlog (holding their skb) so that they execute, and are
+ * answered, after it: requests execute in PSN order.
+ */
+void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    const struct sroce_pkt *pkt, const u8 *payload)
+{
+	bool err;
+
+	if (!sroce_resp_state_ok(qp)) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RX_BAD_QP_STATE);
+		return;
+	}
+	spin_lock_bh(&qp->resp_lock);
+	if (qp->resp.busy) {
+		if (skb_queue_len(&qp->resp.backlog) < SROCE_RESP_BACKLOG)
+			__skb_queue_tail(&qp->resp.backlog, skb_get(skb));
+		else
+			sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
+		spin_unlock_bh(&qp->resp_lock);
+		return;
+	}
+	err = sroce_resp_handle(qp, pkt, payload);
 	spin_unlock_bh(&qp->resp_lock);
+	if (err)
+		sroce_qp_error(qp);
 }
 
 /*
@@ -566,7 +612,8 @@ out:
  * cannot be allocated is simply not sent: the requester times out and
  * asks again (the duplicate READ restarts the stream).
  */
-static void sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r)
+static bool sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
+			      u32 budget)
 {
 	do {
 		struct sroce_txpkt tp = {};
@@ -595,12 +642,12 @@ static void sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r)
 			mr = sroce_resp_rkey(qp, r->rkey, va, len,
 					     IB_ACCESS_REMOTE_READ);
 			if (!mr)
-				return;
+				return true;
 		}
 		if (sroce_tx_alloc(qp, &tp, GFP_ATOMIC)) {
 			if (mr)
 				sroce_mr_put(mr);
-			return;
+			return true;
 		}
 		if (mr) {
 			sroce_mr_copy(mr, va, tp.payload, len, SROCE_FROM_MR);
@@ -609,7 +656,74 @@ static void sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r)
 		sroce_tx_send(qp, &tp);
 		r->sent += len;
 		r->next_psn = sroce_psn_add(r->next_psn, 1);
-	} while (r->sent < r->len);
+	} while (r->sent < r->len && --budget);
+	return r->sent >= r->len;
+}
+
+/* Answer a READ: inline if short, else hand it to resp_work. */
+static void sroce_resp_start_read(struct sroce_qp *qp, struct sroce_rd_res *r)
+{
+	if (sroce_msg_pkts(r->len, qp->mtu) <= SROCE_READ_INLINE_PKTS) {
+		sroce_resp_stream(qp, r, U32_MAX);
+		return;
+	}
+	qp->resp.stream = r;
+	qp->resp.busy = true;
+	if (!test_bit(SROCE_QPF_DYING, &qp->flags))
+		queue_work(sroce_wq, &qp->resp_work);
+}
+
+/*
+ * Stream the current READ in chunks, dropping resp_lock between them so
+ * the receiver's backlog drains, then run the requests that waited.
+ */
+void sroce_resp_work(struct work_struct *work)
+{
+	struct sroce_qp *qp = container_of(work, struct sroce_qp, resp_work);
+	struct sk_buff *skb;
+
+	spin_lock_bh(&qp->resp_lock);
+	while (qp->resp.busy && !test_bit(SROCE_QPF_DYING, &qp->flags)) {
+		struct sroce_pkt pkt;
+		bool err = false;
+
+		if (!sroce_resp_state_ok(qp)) {
+			__skb_queue_purge(&qp->resp.backlog);
+			qp->resp.stream = NULL;
+			qp->resp.busy = false;
+			break;
+		}
+		if (qp->resp.stream) {
+			if (sroce_resp_stream(qp, qp->resp.stream,
+					      SROCE_READ_CHUNK))
+				qp->resp.stream = NULL;
+			spin_unlock_bh(&qp->resp_lock);
+			cond_resched();
+			spin_lock_bh(&qp->resp_lock);
+			continue;
+		}
+		skb = __skb_dequeue(&qp->resp.backlog);
+		if (!skb) {
+			qp->resp.busy = false;
+			break;
+		}
+		/* Held since sroce_udp_encap_recv: data at the UDP header. */
+		if (sroce_pkt_parse(skb->data + sizeof(struct udphdr),
+				    skb->len - sizeof(struct udphdr), &pkt) ==
+		    SROCE_PARSE_OK)
+			err = sroce_resp_handle(qp, &pkt, skb->data +
+						sizeof(struct udphdr) +
+						pkt.hdr_len);
+		if (err) {
+			spin_unlock_bh(&qp->resp_lock);
+			kfree_skb(skb);
+			sroce_qp_error(qp);
+			spin_lock_bh(&qp->resp_lock);
+			continue;
+		}
+		kfree_skb(skb);
+	}
+	spin_unlock_bh(&qp->resp_lock);
 }
 
 /* Flush posted receive WQEs. */
@@ -628,5 +742,8 @@ void sroce_resp_flush(struct sroce_qp *qp)
 		qp->resp.in_send = false;
 		qp->resp.in_write = false;
 	}
+	qp->resp.stream = NULL;
+	qp->resp.busy = false;
+	__skb_queue_purge(&qp->resp.backlog);
 	spin_unlock_bh(&qp->resp_lock);
 }

@@ -782,7 +782,7 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload)
 {
-	bool fatal = false, retry = false, err;
+	bool fatal = false, retry = false, err, kick;
 	enum ib_qp_state state = READ_ONCE(qp->state);
 
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD) {
@@ -821,11 +821,18 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		del_timer(&qp->comp.retrans_timer);
 	else if (!fatal)
 		sroce_retrans_arm(qp);
+	/*
+	 * Wake the requester only if it has something to send: a needless
+	 * work item can hold the requester bit when the next doorbell comes,
+	 * and the doorbell then waits for that worker to be scheduled.
+	 */
+	kick = qp->req.cur != qp->req.fetched ||
+	       READ_ONCE(qp->sq.hdr->producer) != qp->sq.kidx;
 	spin_unlock_bh(&qp->sq_lock);
 
 	if (err)
 		sroce_qp_error(qp);
-	else
+	else if (kick)
 		sroce_req_kick(qp, false);
 }
 

@@ -134,9 +134,27 @@ exchange() {
 # run TAG SERVER CLIENT GIDFLAG VERIFY CMD...: exchange, and on failure show
 # everything and repeat it once under tshark.
 run() {
-	local tag=$1 t0=$SECONDS first_why pcap cap
+	local tag=$1 t0=$SECONDS first_why pcap cap attempt
 	log "--- $tag"
-	exchange "$@"
+	# perftest converts cycles to time with a clock rate it samples at
+	# start-up; under TCG on a busy host that can fail ("Correlation
+	# coefficient r^2 < 0.9") and every figure prints as 0 although the
+	# transfer completed. That is perftest's clock, not the wire: repeat
+	# (up to 3 times) and if it never calibrates leave the figures
+	# unchecked (both sides still had to exit 0 with no error).
+	for attempt in 1 2 3; do
+		exchange "$@"
+		if [[ $why != "bad row"* ]] ||
+			! grep -q 'Correlation coefficient' "$tmp/$tag.cli"; then
+			break
+		fi
+		log "note: $tag: perftest could not calibrate its clock (attempt $attempt)"
+		why="CLOCK"
+	done
+	if [[ $why == CLOCK ]]; then
+		log "ok: $tag ($((SECONDS - t0))s), figures unchecked: perftest's clock never calibrated"
+		return 0
+	fi
 	if [[ -z "$why" ]]; then
 		log "ok: $tag ($((SECONDS - t0))s): $(summary "$tmp/$tag.cli")"
 		return 0

@@ -130,6 +130,56 @@ int sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u32 len,
 	return 0;
 }
 
+/**
+ * sroce_sge_copy - copy between a buffer and the memory an SGE list names
+ * @sdev: the device whose lkeys the list uses
+ * @pd: the PD every MR must belong to
+ * @sge: the SGE list (a kernel copy; lengths and keys are untrusted)
+ * @nsge: entries in @sge
+ * @off: byte offset into the list where the copy starts
+ * @buf: kernel buffer
+ * @len: bytes to copy
+ * @dir: SROCE_TO_MR or SROCE_FROM_MR
+ * @access: IB_ACCESS_* every MR must grant
+ * @copied: if not NULL, incremented by the bytes copied, also on failure
+ *
+ * Return: 0, IB_WC_LOC_PROT_ERR for a bad key, PD, access or range, or
+ * IB_WC_LOC_LEN_ERR when the list is shorter than @off + @len.
+ */
+int sroce_sge_copy(struct sroce_dev *sdev, struct ib_pd *pd,
+		   const struct sroce_sge *sge, u32 nsge, u32 off, void *buf,
+		   u32 len, enum sroce_copy_dir dir, int access, u32 *copied)
+{
+	u8 *p = buf;
+	u32 i;
+
+	for (i = 0; i < nsge && len; i++) {
+		struct sroce_mr *mr;
+		u32 n;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - off);
+		mr = sroce_mr_get(sdev, sge[i].lkey);
+		if (!mr)
+			return IB_WC_LOC_PROT_ERR;
+		if (sroce_mr_check(mr, pd, sge[i].addr + off, n, access)) {
+			sroce_mr_put(mr);
+			return IB_WC_LOC_PROT_ERR;
+		}
+		sroce_mr_copy(mr, sge[i].addr + off, p, n, dir);
+		sroce_mr_put(mr);
+		p += n;
+		len -= n;
+		if (copied)
+			*copied += n;
+		off = 0;
+	}
+	return len ? IB_WC_LOC_LEN_ERR : 0;
+}
+
 /*
  * Address of the naturally aligned u64 at @va for an atomic operation. The
  * caller checked alignment, so the operand never straddles a page. For a

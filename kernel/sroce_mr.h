@@ -55,6 +55,10 @@ enum sroce_copy_dir {
 
 int sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u32 len,
 		  enum sroce_copy_dir dir);
+struct sroce_sge;
+int sroce_sge_copy(struct sroce_dev *sdev, struct ib_pd *pd,
+		   const struct sroce_sge *sge, u32 nsge, u32 off, void *buf,
+		   u32 len, enum sroce_copy_dir dir, int access, u32 *copied);
 u64 *sroce_mr_atomic_ptr(struct sroce_mr *mr, u64 va, struct page **pagep);
 
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *pd, int access);

@@ -302,40 +302,14 @@ static int sroce_wqe_data(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 			  u32 off, void *buf, u32 len, enum sroce_copy_dir dir,
 			  int access)
 {
-	const struct sroce_sge *sge = (const void *)(w + 1);
-	u8 *p = buf;
-	u32 i;
-
 	if (w->flags & SROCE_SEND_INLINE) {
 		if (off + len > w->inline_len)
 			return IB_WC_LOC_LEN_ERR;
 		memcpy(buf, (const u8 *)(w + 1) + off, len);
 		return 0;
 	}
-	for (i = 0; i < w->num_sge && len; i++) {
-		struct sroce_mr *mr;
-		u32 n;
-
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		n = min(len, sge[i].length - off);
-		mr = sroce_mr_get(qp->sdev, sge[i].lkey);
-		if (!mr)
-			return IB_WC_LOC_PROT_ERR;
-		if (sroce_mr_check(mr, qp->ibqp.pd, sge[i].addr + off, n,
-				   access)) {
-			sroce_mr_put(mr);
-			return IB_WC_LOC_PROT_ERR;
-		}
-		sroce_mr_copy(mr, sge[i].addr + off, p, n, dir);
-		sroce_mr_put(mr);
-		p += n;
-		len -= n;
-		off = 0;
-	}
-	return len ? IB_WC_LOC_LEN_ERR : 0;
+	return sroce_sge_copy(qp->sdev, qp->ibqp.pd, (const void *)(w + 1),
+			      w->num_sge, off, buf, len, dir, access, NULL);
 }
 
 /* Fail the WQE being sent (local error) and take the QP to error. */

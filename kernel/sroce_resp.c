@@ -174,36 +174,11 @@ static int sroce_resp_get_rwqe(struct sroce_qp *qp)
 static int sroce_resp_place(struct sroce_qp *qp, const u8 *data, u32 len)
 {
 	struct sroce_recv_wqe *rw = (void *)qp->resp.rwqe;
-	const struct sroce_sge *sge = (const void *)(rw + 1);
-	u32 off = qp->resp.rwqe_offset;
-	u32 i;
 
-	for (i = 0; i < rw->num_sge && len; i++) {
-		struct sroce_mr *mr;
-		u32 n;
-
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		n = min(len, sge[i].length - off);
-		mr = sroce_mr_get(qp->sdev, sge[i].lkey);
-		if (!mr)
-			return IB_WC_LOC_PROT_ERR;
-		if (sroce_mr_check(mr, qp->ibqp.pd, sge[i].addr + off, n,
-				   IB_ACCESS_LOCAL_WRITE)) {
-			sroce_mr_put(mr);
-			return IB_WC_LOC_PROT_ERR;
-		}
-		sroce_mr_copy(mr, sge[i].addr + off, (void *)data, n,
-			      SROCE_TO_MR);
-		sroce_mr_put(mr);
-		data += n;
-		len -= n;
-		qp->resp.rwqe_offset += n;
-		off = 0;
-	}
-	return len ? IB_WC_LOC_LEN_ERR : 0;
+	return sroce_sge_copy(qp->sdev, qp->ibqp.pd, (const void *)(rw + 1),
+			      rw->num_sge, qp->resp.rwqe_offset, (void *)data,
+			      len, SROCE_TO_MR, IB_ACCESS_LOCAL_WRITE,
+			      &qp->resp.rwqe_offset);
 }
 
 /*

@@ -107,6 +107,17 @@ struct sroce_create_qp_resp {
 	struct sroce_mmap_info rq_mi;	/* size 0 when the QP uses an SRQ */
 };
 
+/*
+ * Response to create_ah (user address handles, for UD). The provider puts
+ * ah_num into the "ah" field of every UD send WQE; the kernel looks it up in
+ * its own table (and checks it belongs to the QP's PD) when it fetches the
+ * WQE, so a stale or forged number only fails that WQE.
+ */
+struct sroce_create_ah_resp {
+	__u32 ah_num;
+	__u32 reserved;
+};
+
 struct sroce_create_srq_resp {
 	struct sroce_mmap_info mi;
 	__u32 srq_num;
@@ -163,7 +174,7 @@ struct sroce_send_wqe {
 	__aligned_u64 remote_addr;
 	__aligned_u64 compare_add;	/* atomics: compare (CAS) or add (FAA) */
 	__aligned_u64 swap;		/* atomics: swap (CAS) */
-	__u32 ah;			/* UD: address handle number */
+	__u32 ah;			/* UD: sroce_create_ah_resp.ah_num */
 	__u32 remote_qpn;		/* UD */
 	__u32 remote_qkey;		/* UD */
 	__u32 reserved;

@@ -43,6 +43,7 @@ struct sroce_dev {
 	atomic_t num_pd;
 	atomic_t num_cq;
 	atomic_t num_qp;
+	atomic_t num_ah;
 
 	/* Memory regions by key index (see sroce_mr.h). */
 	struct xarray mr_xa;
@@ -54,6 +55,10 @@ struct sroce_dev {
 	/* QPs by number, looked up under RCU by the receive path. */
 	struct xarray qp_xa;
 	u32 qp_next;
+
+	/* Address handles by number (see sroce_ah.h); IRQ-safe lock. */
+	struct xarray ah_xa;
+	u32 ah_next;
 };
 
 static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)

@@ -17,6 +17,7 @@
 #include "sroce_cq.h"
 #include "sroce_mr.h"
 #include "sroce_param.h"
+#include "sroce_ah.h"
 #include "sroce_qp.h"
 #include "sroce_stats.h"
 
@@ -292,6 +293,7 @@ static void sroce_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON(atomic_read(&sdev->num_qp));
 	xa_destroy(&sdev->mr_xa);
 	xa_destroy(&sdev->qp_xa);
+	xa_destroy(&sdev->ah_xa);
 	sroce_stats_free(sdev);
 }
 
@@ -302,14 +304,17 @@ static const struct ib_device_ops sroce_dev_ops = {
 
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
 	.alloc_pd = sroce_alloc_pd,
+	.create_ah = sroce_create_ah,
 	.create_cq = sroce_create_cq,
 	.create_qp = sroce_create_qp,
+	.create_user_ah = sroce_create_ah,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.dereg_mr = sroce_dereg_mr,
+	.destroy_ah = sroce_destroy_ah,
 	.destroy_cq = sroce_destroy_cq,
 	.destroy_qp = sroce_destroy_qp,
 	.get_dma_mr = sroce_get_dma_mr,
@@ -323,11 +328,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.modify_port = sroce_modify_port,
 	.modify_qp = sroce_modify_qp,
 	.poll_cq = sroce_poll_cq,
-	/*
-	 * .post_recv (kernel consumers) is left unset until the GSI QP
-	 * exists: with every mandatory op present the device becomes a
-	 * kernel-verbs provider and ib_mad would create QP1 on it.
-	 */
+	.post_recv = sroce_post_recv,
 	.post_send = sroce_post_send,
 	.query_device = sroce_query_device,
 	.query_pkey = sroce_query_pkey,
@@ -337,6 +338,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.req_notify_cq = sroce_req_notify_cq,
 	.resize_cq = sroce_resize_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
@@ -396,6 +398,8 @@ int sroce_dev_add(const char *ibdev_name, struct net_device *ndev)
 	atomic_set(&sdev->num_qp, 0);
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
+	atomic_set(&sdev->num_ah, 0);
 
 	err = sroce_stats_init(sdev);
 	if (err)

@@ -12,6 +12,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce.h"
+#include "sroce_ah.h"
 #include "sroce_cq.h"
 #include "sroce_param.h"
 #include "sroce_qp.h"
@@ -52,7 +53,8 @@ static u32 sroce_rq_slot_size(u32 max_sge)
 	       max_sge * sizeof(struct sroce_sge);
 }
 
-static int sroce_qp_check_cap(struct ib_qp_init_attr *init)
+static int sroce_qp_check_cap(struct ib_qp_init_attr *init,
+			      struct ib_udata *udata)
 {
 	struct ib_qp_cap *cap = &init->cap;
 
@@ -62,8 +64,18 @@ static int sroce_qp_check_cap(struct ib_qp_init_attr *init)
 	    cap->max_recv_sge > SROCE_MAX_SGE ||
 	    cap->max_inline_data > SROCE_MAX_INLINE_DATA)
 		return -EINVAL;
-	if (init->qp_type != IB_QPT_RC)
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UD:
+		break;
+	case IB_QPT_GSI:
+		/* QP1 of port 1, for the kernel's MAD layer only. */
+		if (udata || init->port_num != 1)
+			return -EINVAL;
+		break;
+	default:
 		return -EOPNOTSUPP;
+	}
 	if (init->srq)
 		return -EOPNOTSUPP;
 	if (init->create_flags)
@@ -81,7 +93,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	u32 qpn;
 	int err;
 
-	err = sroce_qp_check_cap(init);
+	err = sroce_qp_check_cap(init, udata);
 	if (err)
 		return err;
 	if (udata && udata->outlen < sizeof(resp))
@@ -120,7 +132,11 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_sq;
 	qp->sq_shadow = vmalloc(qp->sq.num_slots << qp->sq.slot_shift);
 	qp->wst = kvcalloc(qp->sq.num_slots, sizeof(*qp->wst), GFP_KERNEL);
-	if (!qp->sq_shadow || !qp->wst) {
+	if (init->qp_type != IB_QPT_RC)
+		qp->ud_dest = kvcalloc(qp->sq.num_slots, sizeof(*qp->ud_dest),
+				       GFP_KERNEL);
+	if (!qp->sq_shadow || !qp->wst ||
+	    (init->qp_type != IB_QPT_RC && !qp->ud_dest)) {
 		err = -ENOMEM;
 		goto err_sq;
 	}
@@ -152,11 +168,18 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			goto err_rwqe;
 	}
 
-	err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
-			      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MAX),
-			      &sdev->qp_next, GFP_KERNEL);
+	if (init->qp_type == IB_QPT_GSI) {
+		qpn = 1;
+		err = xa_insert(&sdev->qp_xa, qpn, NULL, GFP_KERNEL);
+	} else {
+		err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
+				      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MAX),
+				      &sdev->qp_next, GFP_KERNEL);
+	}
 	if (err < 0)
 		goto err_rwqe;
+	if (init->qp_type == IB_QPT_GSI)
+		qp->attr.port_num = 1;
 	ibqp->qp_num = qpn;
 
 	if (udata) {
@@ -175,6 +198,7 @@ err_rwqe:
 err_rq:
 	sroce_queue_cleanup(&qp->rq);
 err_sq:
+	kvfree(qp->ud_dest);
 	kvfree(qp->wst);
 	vfree(qp->sq_shadow);
 	sroce_queue_cleanup(&qp->sq);
@@ -187,54 +211,16 @@ err_count:
 /* Resolve the AH attributes given at RTR into IP addresses and ports. */
 static int sroce_qp_set_av(struct sroce_qp *qp, struct rdma_ah_attr *ah)
 {
-	const struct ib_global_route *grh;
-	const struct ib_gid_attr *sgid_attr;
-	struct sroce_av *av = &qp->av;
-	union {
-		struct sockaddr_in in;
-		struct sockaddr_in6 in6;
-	} sa;
-	int ntype;
+	int err = sroce_path_from_ah_attr(&qp->av.p, ah);
 
-	if (!(rdma_ah_get_ah_flags(ah) & IB_AH_GRH))
-		return -EINVAL;
-	grh = rdma_ah_read_grh(ah);
-	sgid_attr = grh->sgid_attr;
-	if (!sgid_attr || sgid_attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
-		return -EINVAL;
-
-	ntype = rdma_gid_attr_network_type(sgid_attr);
-	av->ipv6 = ntype == RDMA_NETWORK_IPV6;
-	rdma_gid2ip((struct sockaddr *)&sa, &sgid_attr->gid);
-	if (av->ipv6) {
-		if (sa.in6.sin6_family != AF_INET6)
-			return -EINVAL;
-		av->saddr.v6 = sa.in6.sin6_addr;
-	} else {
-		if (sa.in.sin_family != AF_INET)
-			return -EINVAL;
-		av->saddr.v4 = sa.in.sin_addr.s_addr;
-	}
-	rdma_gid2ip((struct sockaddr *)&sa, &grh->dgid);
-	if (av->ipv6) {
-		if (sa.in6.sin6_family != AF_INET6)
-			return -EINVAL;
-		av->daddr.v6 = sa.in6.sin6_addr;
-	} else {
-		if (sa.in.sin_family != AF_INET)
-			return -EINVAL;
-		av->daddr.v4 = sa.in.sin_addr.s_addr;
-	}
-	av->tos = grh->traffic_class;
-	av->ttl = grh->hop_limit ? grh->hop_limit : 64;
-	av->flow_label = grh->flow_label & 0xfffff;
-	dst_cache_reset(&av->dst);
-	return 0;
+	if (!err)
+		dst_cache_reset(&qp->av.dst);
+	return err;
 }
 
 static void sroce_qp_set_sport(struct sroce_qp *qp)
 {
-	qp->av.sport = sroce_udp_sport_for_qp(qp->av.flow_label,
+	qp->av.sport = sroce_udp_sport_for_qp(qp->av.p.flow_label,
 					      qp->ibqp.qp_num,
 					      qp->attr.dest_qp_num);
 }
@@ -419,6 +405,20 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 /* Move the QP to the error state from the data path (e.g. a fatal NAK). */
 void sroce_qp_error(struct sroce_qp *qp)
 {
+	sroce_qp_async_error(qp, SROCE_NO_EVENT);
+}
+
+/**
+ * sroce_qp_async_error - error state, reported by an affiliated async event
+ * @qp: the QP
+ * @event: IB_EVENT_QP_FATAL (e.g. a corrupt ring), IB_EVENT_QP_REQ_ERR or
+ *	IB_EVENT_QP_ACCESS_ERR (a request the responder refused), or
+ *	SROCE_NO_EVENT
+ *
+ * The event is dispatched once, by whoever moves the QP to the error state.
+ */
+void sroce_qp_async_error(struct sroce_qp *qp, enum ib_event_type event)
+{
 	bool changed = false;
 
 	spin_lock_bh(&qp->state_lock);
@@ -428,10 +428,24 @@ void sroce_qp_error(struct sroce_qp *qp)
 		changed = true;
 	}
 	spin_unlock_bh(&qp->state_lock);
-	if (changed) {
-		sroce_qp_mark_error(qp, true);
-		sroce_qp_flush(qp);
+	if (!changed)
+		return;
+	sroce_qp_mark_error(qp, true);
+	if (event != SROCE_NO_EVENT && qp->ibqp.event_handler) {
+		struct ib_event ev = {
+			.device = qp->ibqp.device,
+			.element.qp = &qp->ibqp,
+			.event = event,
+		};
+
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 	}
+	sroce_qp_flush(qp);
+}
+
+void sroce_qp_fatal(struct sroce_qp *qp)
+{
+	sroce_qp_async_error(qp, IB_EVENT_QP_FATAL);
 }
 
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
@@ -450,6 +464,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	kfree(qp->resp.res);
 	kfree(qp->resp.rwqe);
 	sroce_queue_cleanup(&qp->rq);
+	kvfree(qp->ud_dest);
 	kvfree(qp->wst);
 	vfree(qp->sq_shadow);
 	sroce_queue_cleanup(&qp->sq);
@@ -467,6 +482,9 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 	if (prod - READ_ONCE(qp->sq.hdr->consumer) >= qp->sq.num_slots)
 		return -ENOMEM;
 	if (wr->num_sge > qp->max_send_sge)
+		return -EINVAL;
+	if (sroce_qp_is_ud(qp) && wr->opcode != IB_WR_SEND &&
+	    wr->opcode != IB_WR_SEND_WITH_IMM)
 		return -EINVAL;
 	switch (wr->opcode) {
 	case IB_WR_RDMA_WRITE:
@@ -503,6 +521,12 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 		w->rkey = atomic_wr(wr)->rkey;
 		w->compare_add = atomic_wr(wr)->compare_add;
 		w->swap = atomic_wr(wr)->swap;
+	}
+
+	if (sroce_qp_is_ud(qp)) {
+		w->ah = to_sah(ud_wr(wr)->ah)->ah_num;
+		w->remote_qpn = ud_wr(wr)->remote_qpn;
+		w->remote_qkey = ud_wr(wr)->remote_qkey;
 	}
 
 	if (wr->send_flags & IB_SEND_INLINE) {

@@ -37,18 +37,35 @@ struct sroce_dev;
 struct sroce_cq;
 struct sroce_mr;
 
-/* Resolved path to the peer (from the AH attributes at RTR). */
-struct sroce_av {
-	bool ipv6;
+/* Where packets go: the addresses and IP header fields of a path. */
+struct sroce_path {
 	union {
 		__be32 v4;
 		struct in6_addr v6;
 	} saddr, daddr;
+	u32 flow_label;
+	u8 ipv6;
 	u8 tos;			/* traffic class; ECN bits are ours */
 	u8 ttl;			/* hop limit */
-	u32 flow_label;
+	u8 reserved;
+};
+
+/*
+ * Resolved path to the peer: an RC QP's from the AH attributes at RTR; a
+ * UD QP's is the destination of the last WQE it sent (the route cache
+ * then serves every packet to the same destination).
+ */
+struct sroce_av {
+	struct sroce_path p;
 	u16 sport;		/* UDP source port, host order */
 	struct dst_cache dst;	/* per-QP route cache */
+};
+
+/* A UD WQE's destination, resolved from its AH when the WQE is fetched. */
+struct sroce_ud_dest {
+	struct sroce_path path;
+	u32 dqpn;
+	u32 qkey;
 };
 
 /* Send WQE state, parallel to the shadow ring. */
@@ -109,6 +126,7 @@ struct sroce_qp {
 	struct sroce_queue sq;		/* the ring (mapped for user QPs) */
 	u8 *sq_shadow;			/* kernel copies of fetched WQEs */
 	struct sroce_wqe_st *wst;
+	struct sroce_ud_dest *ud_dest;	/* UD/GSI: per SQ slot */
 	u32 max_send_sge;
 	u32 max_inline;
 	bool sq_sig_all;		/* IB_SIGNAL_ALL_WR */
@@ -169,6 +187,11 @@ static inline void *sroce_sq_shadow(struct sroce_qp *qp, u32 idx)
 	       ((size_t)(idx & (qp->sq.num_slots - 1)) << qp->sq.slot_shift);
 }
 
+static inline bool sroce_qp_is_ud(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
 static inline struct sroce_wqe_st *sroce_wst(struct sroce_qp *qp, u32 idx)
 {
 	return &qp->wst[idx & (qp->sq.num_slots - 1)];
@@ -176,7 +199,12 @@ static inline struct sroce_wqe_st *sroce_wst(struct sroce_qp *qp, u32 idx)
 
 struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
 void sroce_qp_put(struct sroce_qp *qp);
+/* enum ib_event_type starts at 0 (IB_EVENT_CQ_ERR): "no event" is -1. */
+#define SROCE_NO_EVENT	((enum ib_event_type)-1)
+
 void sroce_qp_error(struct sroce_qp *qp);
+void sroce_qp_async_error(struct sroce_qp *qp, enum ib_event_type event);
+void sroce_qp_fatal(struct sroce_qp *qp);
 
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata);

@@ -10,6 +10,7 @@
 #include <linux/sched.h>
 
 #include "sroce.h"
+#include "sroce_ah.h"
 #include "sroce_cq.h"
 #include "sroce_mr.h"
 #include "sroce_param.h"
@@ -18,6 +19,7 @@
 #include "sroce_transport.h"
 #include "proto/sroce_aeth.h"
 #include "proto/sroce_psn.h"
+#include "proto/sroce_udp.h"
 
 /* PSNs in flight before the requester waits for ACKs. */
 #define SROCE_MAX_INFLIGHT_PSNS	512
@@ -85,6 +87,25 @@ static bool sroce_req_fetch_one(struct sroce_qp *qp, u32 idx)
 		return false;
 	memcpy(dst + SROCE_SEND_WQE_HDR_SIZE, src + SROCE_SEND_WQE_HDR_SIZE,
 	       body);
+	if (sroce_qp_is_ud(qp)) {
+		struct sroce_ud_dest *d;
+
+		if (w->opcode != SROCE_WR_SEND &&
+		    w->opcode != SROCE_WR_SEND_WITH_IMM)
+			return false;
+		/*
+		 * The AH is resolved now, once: destroying it after the post
+		 * cannot change where this WQE goes.
+		 */
+		d = &qp->ud_dest[idx & (qp->sq.num_slots - 1)];
+		if (!sroce_ah_lookup(qp->sdev, w->ah, qp->ibqp.pd, &d->path))
+			return false;
+		d->dqpn = w->remote_qpn & SROCE_QPN_MASK;
+		/* IBTA: a Q_Key with the high bit set means the QP's own. */
+		d->qkey = w->remote_qkey & 0x80000000 ? qp->attr.qkey :
+			  w->remote_qkey;
+		return sroce_wqe_len(w) != U32_MAX;
+	}
 	switch (w->opcode) {
 	case SROCE_WR_SEND:
 	case SROCE_WR_SEND_WITH_IMM:
@@ -107,17 +128,18 @@ static bool sroce_req_fetch_one(struct sroce_qp *qp, u32 idx)
 	return sroce_wqe_len(w) != U32_MAX;
 }
 
-/* Pull newly posted WQEs into the shadow. Called with sq_lock held. */
-static void sroce_req_fetch(struct sroce_qp *qp)
+/*
+ * Pull newly posted WQEs into the shadow. Called with sq_lock held.
+ * Returns false if the producer index is garbage: the QP cannot go on
+ * (the caller reports it with sroce_qp_fatal() once the lock is dropped).
+ */
+static bool sroce_req_fetch(struct sroce_qp *qp)
 {
 	int n = sroce_queue_count_produced(&qp->sq);
 	u32 room = qp->sq.num_slots - (qp->req.fetched - qp->comp.idx);
 
-	if (n < 0) {
-		/* The producer index is garbage: the QP cannot go on. */
-		qp->req.fetched = qp->sq.kidx;
-		return;
-	}
+	if (n < 0)
+		return false;
 	if (n > room)
 		n = room;
 	while (n--) {
@@ -132,6 +154,7 @@ static void sroce_req_fetch(struct sroce_qp *qp)
 		qp->req.fetched++;
 		qp->sq.kidx = qp->req.fetched;
 	}
+	return true;
 }
 
 static enum ib_wc_opcode sroce_wc_opcode(u8 op)
@@ -327,6 +350,107 @@ static void sroce_req_local_error(struct sroce_qp *qp, u32 idx, int status)
 	sroce_qp_error(qp);
 }
 
+/* A UD QP's route cache follows the destination of the WQE being sent. */
+static void sroce_req_ud_route(struct sroce_qp *qp,
+			       const struct sroce_ud_dest *d)
+{
+	if (memcmp(&qp->av.p, &d->path, sizeof(d->path))) {
+		qp->av.p = d->path;
+		dst_cache_reset(&qp->av.dst);
+	}
+	qp->av.sport = sroce_udp_sport_for_qp(d->path.flow_label,
+					      qp->ibqp.qp_num, d->dqpn);
+}
+
+/*
+ * UD: one WQE is one packet, complete once it is handed to the IP stack
+ * (unreliable: a packet dropped later is not the sender's error).
+ */
+static int sroce_req_ud_one(struct sroce_qp *qp)
+{
+	struct sroce_txpkt tp = {};
+	struct sroce_pkt *pkt = &tp.pkt;
+	struct sroce_ud_dest dest;
+	struct sroce_send_wqe *w;
+	struct sroce_wqe_st *st;
+	int status = IB_WC_SUCCESS;
+	u32 idx, len, mtu;
+	bool err;
+
+	spin_lock_bh(&qp->sq_lock);
+	if (READ_ONCE(qp->state) != IB_QPS_RTS) {
+		spin_unlock_bh(&qp->sq_lock);
+		return 0;
+	}
+	if (!sroce_req_fetch(qp)) {
+		spin_unlock_bh(&qp->sq_lock);
+		sroce_qp_fatal(qp);
+		return 0;
+	}
+	idx = qp->req.cur;
+	if (idx == qp->req.fetched) {
+		spin_unlock_bh(&qp->sq_lock);
+		return 0;
+	}
+	st = sroce_wst(qp, idx);
+	w = sroce_sq_shadow(qp, idx);
+	qp->req.cur++;
+	if (st->state == SROCE_WQE_DONE) {
+		/* Failed validation at fetch. */
+		err = sroce_comp_retire(qp);
+		spin_unlock_bh(&qp->sq_lock);
+		if (err)
+			sroce_qp_error(qp);
+		return 1;
+	}
+	dest = qp->ud_dest[idx & (qp->sq.num_slots - 1)];
+	pkt->bth.psn = qp->req.psn;
+	qp->req.psn = sroce_psn_add(qp->req.psn, 1);
+	spin_unlock_bh(&qp->sq_lock);
+
+	len = sroce_wqe_len(w);
+	mtu = sroce_ib_mtu_bytes(sroce_ib_mtu_for_netdev(READ_ONCE(qp->sdev->ndev->mtu)));
+	if (len > mtu) {
+		status = IB_WC_LOC_LEN_ERR;
+		goto done;
+	}
+	pkt->bth.opcode = w->opcode == SROCE_WR_SEND_WITH_IMM ?
+			  SROCE_OP_UD_SEND_ONLY_IMM : SROCE_OP_UD_SEND_ONLY;
+	pkt->bth.pkey = SROCE_DEFAULT_PKEY;
+	pkt->bth.dqpn = dest.dqpn;
+	pkt->bth.se = !!(w->flags & SROCE_SEND_SOLICITED);
+	pkt->deth.qkey = dest.qkey;
+	pkt->deth.sqpn = qp->ibqp.qp_num;
+	pkt->imm = be32_to_cpu((__force __be32)w->imm_or_inv);
+	pkt->payload_len = len;
+	sroce_req_ud_route(qp, &dest);
+	if (sroce_tx_alloc(qp, &tp, GFP_KERNEL)) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);
+		goto done;
+	}
+	if (len) {
+		status = sroce_wqe_data(qp, w, 0, tp.payload, len,
+					SROCE_FROM_MR, 0);
+		if (status) {
+			sroce_tx_free(&tp);
+			goto done;
+		}
+	}
+	sroce_tx_send(qp, &tp);
+done:
+	spin_lock_bh(&qp->sq_lock);
+	/* A flush meanwhile has completed it (and may have reused the slot). */
+	if ((s32)(idx - qp->comp.idx) >= 0 && st->state != SROCE_WQE_DONE) {
+		st->state = SROCE_WQE_DONE;
+		st->status = status;
+	}
+	err = sroce_comp_retire(qp);
+	spin_unlock_bh(&qp->sq_lock);
+	if (err)
+		sroce_qp_error(qp);
+	return 1;
+}
+
 /*
  * Send one packet. Returns 1 if a packet went out (or an error was handled)
  * and the requester should continue, 0 if there is nothing to do now.
@@ -341,12 +465,18 @@ static int sroce_req_one(struct sroce_qp *qp)
 	bool first, last;
 	int status;
 
+	if (sroce_qp_is_ud(qp))
+		return sroce_req_ud_one(qp);
 	spin_lock_bh(&qp->sq_lock);
 	if (READ_ONCE(qp->state) != IB_QPS_RTS || qp->comp.rnr_wait) {
 		spin_unlock_bh(&qp->sq_lock);
 		return 0;
 	}
-	sroce_req_fetch(qp);
+	if (!sroce_req_fetch(qp)) {
+		spin_unlock_bh(&qp->sq_lock);
+		sroce_qp_fatal(qp);
+		return 0;
+	}
 	/* Skip WQEs that failed validation: completing them fails the QP. */
 	idx = qp->req.cur;
 	if (idx == qp->req.fetched) {

@@ -10,6 +10,9 @@
 #include <linux/highmem.h>
 #include <linux/slab.h>
 #include <linux/udp.h>
+#include <linux/if_vlan.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
 
 #include "sroce.h"
 #include "sroce_cq.h"
@@ -118,14 +121,23 @@ static void sroce_resp_nak(struct sroce_qp *qp, u32 psn,
 	sroce_resp_send_aeth(qp, SROCE_OP_RC_ACK, psn, sroce_aeth_nak(code), 0);
 }
 
+/* Post @cqe for the current receive WQE and free it. resp_lock held. */
+static void sroce_resp_post_cqe(struct sroce_qp *qp, struct sroce_cqe *cqe,
+				bool solicited)
+{
+	cqe->wr_id = ((struct sroce_recv_wqe *)qp->resp.rwqe)->wr_id;
+	qp->rq.kidx++;
+	sroce_queue_publish_consumer(&qp->rq);
+	qp->resp.in_send = false;
+	sroce_cq_post(qp->rcq, cqe, &qp->ibqp, solicited);
+}
+
 /* Post a receive completion and free the receive WQE. resp_lock held. */
 static void sroce_resp_complete_recv(struct sroce_qp *qp, int status,
 				     u32 opcode, u32 byte_len, u32 wc_flags,
 				     u32 imm_or_inv, bool solicited)
 {
-	struct sroce_recv_wqe *rw = (void *)qp->resp.rwqe;
 	struct sroce_cqe cqe = {
-		.wr_id = rw->wr_id,
 		.status = status,
 		.opcode = opcode,
 		.byte_len = byte_len,
@@ -134,14 +146,11 @@ static void sroce_resp_complete_recv(struct sroce_qp *qp, int status,
 		.src_qp = qp->attr.dest_qp_num,
 		.wc_flags = wc_flags,
 		.port_num = 1,
-		.network_hdr_type = qp->av.ipv6 ? RDMA_NETWORK_IPV6 :
-						  RDMA_NETWORK_IPV4,
+		.network_hdr_type = qp->av.p.ipv6 ? RDMA_NETWORK_IPV6 :
+						    RDMA_NETWORK_IPV4,
 	};
 
-	qp->rq.kidx++;
-	sroce_queue_publish_consumer(&qp->rq);
-	qp->resp.in_send = false;
-	sroce_cq_post(qp->rcq, &cqe, &qp->ibqp, solicited);
+	sroce_resp_post_cqe(qp, &cqe, solicited);
 }
 
 /*
@@ -195,9 +204,12 @@ static struct sroce_mr *sroce_resp_rkey(struct sroce_qp *qp, u32 rkey, u64 va,
 	mr = sroce_mr_get(qp->sdev, rkey);
 	if (!mr)
 		return NULL;
-	/* Remote access never reaches the all-memory DMA MR. */
-	if (mr->type == SROCE_MR_DMA ||
-	    sroce_mr_check(mr, qp->ibqp.pd, va, len, access)) {
+	/*
+	 * The all-memory DMA MR only exists in kernel PDs, and grants remote
+	 * rights only when its owner asked for them (IB_PD_UNSAFE_GLOBAL_RKEY);
+	 * the PD check keeps every user QP away from it.
+	 */
+	if (sroce_mr_check(mr, qp->ibqp.pd, va, len, access)) {
 		sroce_mr_put(mr);
 		return NULL;
 	}
@@ -458,10 +470,11 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 
 /*
  * Execute one request, resp_lock held. Returns true if the QP must go to
- * the error state (the caller does that after dropping the lock).
+ * the error state (the caller does that after dropping the lock, with the
+ * affiliated async event in *@event).
  */
 static bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
-			      const u8 *payload)
+			      const u8 *payload, enum ib_event_type *event)
 {
 	enum sroce_resp_verdict v;
 	u32 psn = pkt->bth.psn;
@@ -533,6 +546,9 @@ static bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 			       SROCE_NAK_REMOTE_ACCESS_ERR :
 			       SROCE_NAK_REMOTE_OP_ERR);
 		/* Class B/C errors: the responder's QP goes to error too. */
+		*event = v == SROCE_RESP_NAK_INV ? IB_EVENT_QP_REQ_ERR :
+			 v == SROCE_RESP_NAK_ACCESS ? IB_EVENT_QP_ACCESS_ERR :
+			 IB_EVENT_QP_FATAL;
 		return true;
 	}
 out:
@@ -548,6 +564,73 @@ static bool sroce_resp_state_ok(struct sroce_qp *qp)
 }
 
 /*
+ * sroce_resp_ud_rcv - deliver a UD SEND (softirq)
+ *
+ * The receive buffer gets the 40-byte GRH first: the IPv6 header, or for
+ * IPv4 20 zero bytes and the IPv4 header (union rdma_network_hdr), which is
+ * where the kernel's ib_init_ah_attr_from_wc() and every RoCE consumer
+ * expect it. No receive WQE: the packet is dropped (UD has no RNR).
+ */
+void sroce_resp_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		       const struct sroce_pkt *pkt, const u8 *payload)
+{
+	struct net_device *ndev = qp->sdev->ndev;
+	union rdma_network_hdr hdr;
+	struct sroce_cqe cqe = {
+		.opcode = IB_WC_RECV,
+		.qp_num = qp->ibqp.qp_num,
+		.src_qp = pkt->deth.sqpn,
+		.wc_flags = SROCE_WC_F_GRH,
+		.port_num = 1,
+	};
+	bool ipv6 = ip_hdr(skb)->version == 6;
+	int r, status;
+
+	if (!sroce_resp_state_ok(qp)) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RX_BAD_QP_STATE);
+		return;
+	}
+	if (pkt->deth.qkey != qp->attr.qkey) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RX_BAD_QKEY);
+		return;
+	}
+	memset(&hdr, 0, sizeof(hdr));
+	if (ipv6)
+		memcpy(&hdr.ibgrh, ipv6_hdr(skb), sizeof(hdr.ibgrh));
+	else
+		memcpy(&hdr.roce4grh, ip_hdr(skb), sizeof(hdr.roce4grh));
+	cqe.network_hdr_type = ipv6 ? RDMA_NETWORK_IPV6 : RDMA_NETWORK_IPV4;
+	if (is_vlan_dev(ndev))
+		cqe.vlan_id = vlan_dev_vlan_id(ndev);
+	if (pkt->info->hdrs & SROCE_HDR_IMMDT) {
+		cqe.wc_flags |= SROCE_WC_F_WITH_IMM;
+		cqe.imm_or_inv = (__force u32)cpu_to_be32(pkt->imm);
+	}
+
+	spin_lock_bh(&qp->resp_lock);
+	r = sroce_resp_get_rwqe(qp);
+	if (r <= 0) {
+		spin_unlock_bh(&qp->resp_lock);
+		if (r < 0) {
+			sroce_qp_fatal(qp);
+			return;
+		}
+		sroce_stat_inc(qp->sdev, SROCE_CNT_UD_NO_RWQE);
+		return;
+	}
+	status = sroce_resp_place(qp, (const u8 *)&hdr, sizeof(hdr));
+	if (!status)
+		status = sroce_resp_place(qp, payload, pkt->payload_len);
+	cqe.status = status ? status : IB_WC_SUCCESS;
+	cqe.byte_len = qp->resp.rwqe_offset;
+	sroce_resp_post_cqe(qp, &cqe, pkt->bth.se);
+	spin_unlock_bh(&qp->resp_lock);
+	/* A receive completed in error takes the QP to the error state. */
+	if (status)
+		sroce_qp_error(qp);
+}
+
+/*
  * sroce_resp_rcv - handle a request packet (softirq)
  *
  * While a large READ is being streamed from resp_work, later requests wait
@@ -557,6 +640,7 @@ static bool sroce_resp_state_ok(struct sroce_qp *qp)
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload)
 {
+	enum ib_event_type event = SROCE_NO_EVENT;
 	bool err;
 
 	if (!sroce_resp_state_ok(qp)) {
@@ -572,10 +656,10 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		spin_unlock_bh(&qp->resp_lock);
 		return;
 	}
-	err = sroce_resp_handle(qp, pkt, payload);
+	err = sroce_resp_handle(qp, pkt, payload, &event);
 	spin_unlock_bh(&qp->resp_lock);
 	if (err)
-		sroce_qp_error(qp);
+		sroce_qp_async_error(qp, event);
 }
 
 /*
@@ -659,6 +743,7 @@ void sroce_resp_work(struct work_struct *work)
 
 	spin_lock_bh(&qp->resp_lock);
 	while (qp->resp.busy && !test_bit(SROCE_QPF_DYING, &qp->flags)) {
+		enum ib_event_type event = SROCE_NO_EVENT;
 		struct sroce_pkt pkt;
 		bool err = false;
 
@@ -688,11 +773,11 @@ void sroce_resp_work(struct work_struct *work)
 		    SROCE_PARSE_OK)
 			err = sroce_resp_handle(qp, &pkt, skb->data +
 						sizeof(struct udphdr) +
-						pkt.hdr_len);
+						pkt.hdr_len, &event);
 		if (err) {
 			spin_unlock_bh(&qp->resp_lock);
 			kfree_skb(skb);
-			sroce_qp_error(qp);
+			sroce_qp_async_error(qp, event);
 			spin_lock_bh(&qp->resp_lock);
 			continue;
 		}

@@ -79,6 +79,13 @@ static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 		sroce_stat_inc(sdev, SROCE_CNT_RX_NO_QP);
 		return;
 	}
+	if (sroce_qp_is_ud(qp)) {
+		if (!(pkt->info->qpts & SROCE_QPT_UD))
+			sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_OPCODE);
+		else
+			sroce_resp_ud_rcv(qp, skb, pkt, payload);
+		goto out;
+	}
 	if (qp->ibqp.qp_type != IB_QPT_RC || !(pkt->info->qpts & SROCE_QPT_RC)) {
 		sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_OPCODE);
 		goto out;

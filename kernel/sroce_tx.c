@@ -82,8 +82,8 @@ static struct dst_entry *sroce_route4(struct sroce_qp *qp)
 	if (rt)
 		return &rt->dst;
 	fl4.flowi4_oif = qp->sdev->ndev->ifindex;
-	fl4.saddr = av->saddr.v4;
-	fl4.daddr = av->daddr.v4;
+	fl4.saddr = av->p.saddr.v4;
+	fl4.daddr = av->p.daddr.v4;
 	fl4.flowi4_proto = IPPROTO_UDP;
 	rt = ip_route_output_key(qp->sdev->net, &fl4);
 	if (IS_ERR(rt))
@@ -105,8 +105,8 @@ static struct dst_entry *sroce_route6(struct sroce_qp *qp)
 	if (dst)
 		return dst;
 	fl6.flowi6_oif = qp->sdev->ndev->ifindex;
-	fl6.saddr = av->saddr.v6;
-	fl6.daddr = av->daddr.v6;
+	fl6.saddr = av->p.saddr.v6;
+	fl6.daddr = av->p.daddr.v6;
 	fl6.flowi6_proto = IPPROTO_UDP;
 	dst = ipv6_stub->ipv6_dst_lookup_flow(qp->sdev->net, NULL, &fl6, NULL);
 	if (IS_ERR(dst))
@@ -134,7 +134,7 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 	int err;
 
 	tp->skb = NULL;
-	dst = av->ipv6 ? sroce_route6(qp) : sroce_route4(qp);
+	dst = av->p.ipv6 ? sroce_route6(qp) : sroce_route4(qp);
 	if (!dst) {
 		kfree_skb(skb);
 		sroce_stat_inc(sdev, SROCE_CNT_TX_DROP);
@@ -158,19 +158,19 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 	skb->ip_summed = CHECKSUM_NONE;
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 
-	if (av->ipv6) {
+	if (av->p.ipv6) {
 		struct ipv6hdr *ip6h;
 
 		__skb_push(skb, sizeof(*ip6h));
 		skb_reset_network_header(skb);
 		ip6h = ipv6_hdr(skb);
-		ip6_flow_hdr(ip6h, (av->tos & ~INET_ECN_MASK) | INET_ECN_ECT_0,
-			     htonl(av->flow_label));
+		ip6_flow_hdr(ip6h, (av->p.tos & ~INET_ECN_MASK) | INET_ECN_ECT_0,
+			     htonl(av->p.flow_label));
 		ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
 		ip6h->nexthdr = IPPROTO_UDP;
-		ip6h->hop_limit = av->ttl;
-		ip6h->saddr = av->saddr.v6;
-		ip6h->daddr = av->daddr.v6;
+		ip6h->hop_limit = av->p.ttl;
+		ip6h->saddr = av->p.saddr.v6;
+		ip6h->daddr = av->p.daddr.v6;
 		skb->protocol = htons(ETH_P_IPV6);
 	} else {
 		struct iphdr *iph;
@@ -180,13 +180,13 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 		iph = ip_hdr(skb);
 		iph->version = IPVERSION;
 		iph->ihl = sizeof(*iph) >> 2;
-		iph->tos = (av->tos & ~INET_ECN_MASK) | INET_ECN_ECT_0;
+		iph->tos = (av->p.tos & ~INET_ECN_MASK) | INET_ECN_ECT_0;
 		iph->tot_len = htons(skb->len);
 		iph->frag_off = htons(IP_DF);
-		iph->ttl = av->ttl;
+		iph->ttl = av->p.ttl;
 		iph->protocol = IPPROTO_UDP;
-		iph->saddr = av->saddr.v4;
-		iph->daddr = av->daddr.v4;
+		iph->saddr = av->p.saddr.v4;
+		iph->daddr = av->p.daddr.v4;
 		__ip_select_ident(sdev->net, iph, 1);
 		iph->check = 0;
 		skb->protocol = htons(ETH_P_IP);
@@ -202,7 +202,7 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 
 	sroce_stat_inc(sdev, SROCE_CNT_TX_PKTS);
 	sroce_stat_add(sdev, SROCE_CNT_TX_BYTES, roce_len);
-	if (av->ipv6)
+	if (av->p.ipv6)
 		err = ip6_local_out(sdev->net, NULL, skb);
 	else
 		err = ip_local_out(sdev->net, NULL, skb);

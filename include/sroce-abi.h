@@ -145,6 +145,8 @@ enum sroce_wr_opcode {
 	SROCE_WR_LOCAL_INV		= 7,
 	SROCE_WR_BIND_MW		= 8,
 	SROCE_WR_SEND_WITH_INV		= 9,
+	/* Kernel consumers only (IB_WR_REG_MR); never valid in a user ring. */
+	SROCE_WR_REG_MR			= 0x20,
 };
 
 /* Send flags: the values of IBV_SEND_* (and IB_SEND_*). */

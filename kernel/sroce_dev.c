@@ -38,6 +38,7 @@ static void sroce_init_attr(struct sroce_dev *sdev)
 	a->max_qp = SROCE_MAX_QP;
 	a->max_qp_wr = SROCE_MAX_QP_WR;
 	a->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
+			      IB_DEVICE_MEM_MGT_EXTENSIONS |
 			      IB_DEVICE_SYS_IMAGE_GUID |
 			      IB_DEVICE_PORT_ACTIVE_EVENT;
 	a->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
@@ -303,6 +304,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.uverbs_abi_ver = SROCE_UVERBS_ABI_VERSION,
 
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
+	.alloc_mr = sroce_alloc_mr,
 	.alloc_pd = sroce_alloc_pd,
 	.create_ah = sroce_create_ah,
 	.create_cq = sroce_create_cq,
@@ -323,6 +325,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.get_link_layer = sroce_get_link_layer,
 	.get_netdev = sroce_get_netdev,
 	.get_port_immutable = sroce_port_immutable,
+	.map_mr_sg = sroce_map_mr_sg,
 	.mmap = sroce_mmap,
 	.mmap_free = sroce_mmap_free,
 	.modify_port = sroce_modify_port,

@@ -4,6 +4,7 @@
  */
 
 #include <linux/highmem.h>
+#include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <rdma/ib_umem.h>
@@ -34,6 +35,8 @@ static int sroce_mr_add(struct sroce_dev *sdev, struct sroce_mr *mr)
 	key = (u8)atomic_inc_return(&sdev->mr_key);
 	mr->ibmr.lkey = index << 8 | key;
 	mr->ibmr.rkey = mr->ibmr.lkey;
+	/* Published by xa_alloc above; readers also check @valid. */
+	WRITE_ONCE(mr->key, mr->ibmr.lkey);
 	return 0;
 }
 
@@ -50,10 +53,73 @@ struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, u32 key)
 
 	rcu_read_lock();
 	mr = xa_load(&sdev->mr_xa, key >> 8);
-	if (mr && (mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->ref)))
+	if (mr && (READ_ONCE(mr->key) != key || !READ_ONCE(mr->valid) ||
+		   !refcount_inc_not_zero(&mr->ref)))
 		mr = NULL;
 	rcu_read_unlock();
 	return mr;
+}
+
+/* Look an MR up by index alone (REG_MR names its MR that way). */
+struct sroce_mr *sroce_mr_get_index(struct sroce_dev *sdev, u32 index)
+{
+	struct sroce_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_xa, index);
+	if (mr && !refcount_inc_not_zero(&mr->ref))
+		mr = NULL;
+	rcu_read_unlock();
+	return mr;
+}
+
+/**
+ * sroce_mr_fast_reg - execute IB_WR_REG_MR: make @key valid on @mr
+ * @mr: a fast-reg MR whose pages were set by ib_map_mr_sg()
+ * @pd: the posting QP's PD
+ * @key: the new key (same index, new low byte)
+ * @access: IB_ACCESS_* for the registration
+ *
+ * Return: 0 or an ib_wc_status.
+ */
+int sroce_mr_fast_reg(struct sroce_mr *mr, struct ib_pd *pd, u32 key,
+		      int access)
+{
+	if (mr->type != SROCE_MR_FAST || mr->ibmr.pd != pd ||
+	    (key >> 8) != (mr->ibmr.lkey >> 8) || READ_ONCE(mr->valid) ||
+	    (access & ~SROCE_MR_ACCESS_SUPPORTED))
+		return IB_WC_LOC_QP_OP_ERR;
+	mr->access = access | IB_ACCESS_LOCAL_WRITE;
+	mr->iova = mr->ibmr.iova;
+	mr->length = mr->ibmr.length;
+	mr->first_offset = mr->iova & ((1ULL << mr->fpage_shift) - 1);
+	WRITE_ONCE(mr->key, key);
+	/* Everything above is visible before the key works. */
+	smp_store_release(&mr->valid, true);
+	return 0;
+}
+
+/**
+ * sroce_mr_invalidate - LOCAL_INV or remote invalidation of @key
+ * @sdev: the device
+ * @pd: the PD the MR must belong to
+ * @key: the key to invalidate (untrusted)
+ *
+ * Return: 0, or -EINVAL if @key does not name a valid fast-reg MR of @pd.
+ */
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key)
+{
+	struct sroce_mr *mr = sroce_mr_get(sdev, key);
+	int err = 0;
+
+	if (!mr)
+		return -EINVAL;
+	if (mr->type != SROCE_MR_FAST || mr->ibmr.pd != pd)
+		err = -EINVAL;
+	else
+		WRITE_ONCE(mr->valid, false);
+	sroce_mr_put(mr);
+	return err;
 }
 
 void sroce_mr_put(struct sroce_mr *mr)
@@ -105,6 +171,29 @@ int sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u32 len,
 			memcpy(addr, buf, len);
 		else
 			memcpy(buf, addr, len);
+		return 0;
+	}
+	if (mr->type == SROCE_MR_FAST) {
+		u64 psize = 1ULL << mr->fpage_shift;
+
+		pos = va - mr->iova + mr->first_offset;
+		while (len) {
+			u64 idx = pos >> mr->fpage_shift;
+			u32 off = pos & (psize - 1);
+			u32 n = min_t(u64, len, psize - off);
+			void *addr;
+
+			if (WARN_ON_ONCE(idx >= mr->nfpages))
+				return -EFAULT;
+			addr = (void *)(uintptr_t)(mr->fpages[idx] + off);
+			if (dir == SROCE_TO_MR)
+				memcpy(addr, p, n);
+			else
+				memcpy(p, addr, n);
+			p += n;
+			pos += n;
+			len -= n;
+		}
 		return 0;
 	}
 
@@ -193,6 +282,14 @@ u64 *sroce_mr_atomic_ptr(struct sroce_mr *mr, u64 va, struct page **pagep)
 	*pagep = NULL;
 	if (mr->type == SROCE_MR_DMA)
 		return (u64 *)(uintptr_t)va;
+	if (mr->type == SROCE_MR_FAST) {
+		pos = va - mr->iova + mr->first_offset;
+		idx = pos >> mr->fpage_shift;
+		if (WARN_ON_ONCE(idx >= mr->nfpages))
+			return NULL;
+		return (u64 *)(uintptr_t)(mr->fpages[idx] +
+			(pos & ((1ULL << mr->fpage_shift) - 1)));
+	}
 	pos = va - mr->iova + mr->first_offset;
 	idx = pos >> PAGE_SHIFT;
 	if (WARN_ON_ONCE(idx >= mr->npages))
@@ -213,6 +310,7 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *pd, int access)
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 	mr->type = SROCE_MR_DMA;
+	mr->valid = true;
 	mr->access = access | IB_ACCESS_LOCAL_WRITE;
 	mr->length = U64_MAX;
 	mr->ibmr.pd = pd;
@@ -222,6 +320,65 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *pd, int access)
 		return ERR_PTR(err);
 	}
 	return &mr->ibmr;
+}
+
+struct ib_mr *sroce_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
+			     u32 max_num_sg)
+{
+	struct sroce_dev *sdev = to_sdev(pd->device);
+	struct sroce_mr *mr;
+	int err;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EINVAL);
+	if (!max_num_sg || max_num_sg > SROCE_MAX_FAST_REG_PAGES)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->fpages = kcalloc(max_num_sg, sizeof(*mr->fpages), GFP_KERNEL);
+	if (!mr->fpages) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	mr->type = SROCE_MR_FAST;
+	mr->max_fpages = max_num_sg;
+	mr->fpage_shift = PAGE_SHIFT;
+	mr->ibmr.pd = pd;
+	err = sroce_mr_add(sdev, mr);
+	if (err)
+		goto err_free;
+	/* Not usable until an IB_WR_REG_MR makes a key valid. */
+	return &mr->ibmr;
+
+err_free:
+	kfree(mr->fpages);
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+static int sroce_mr_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+
+	if (mr->nfpages >= mr->max_fpages)
+		return -ENOMEM;
+	mr->fpages[mr->nfpages++] = addr;
+	return 0;
+}
+
+int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+
+	/* The page size is the caller's (ib_map_mr_sg sets it first). */
+	if (!is_power_of_2(ibmr->page_size) || ibmr->page_size < SZ_4K)
+		return -EINVAL;
+	mr->fpage_shift = ilog2(ibmr->page_size);
+	mr->nfpages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset,
+			      sroce_mr_set_page);
 }
 
 static int sroce_mr_collect_pages(struct sroce_mr *mr)
@@ -268,6 +425,7 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 		goto err_free;
 	}
 	mr->type = SROCE_MR_USER;
+	mr->valid = true;
 	mr->access = access;
 	mr->iova = iova;
 	mr->length = length;
@@ -306,6 +464,7 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		kvfree(mr->pages);
 		ib_umem_release(mr->umem);
 	}
+	kfree(mr->fpages);
 	kfree_rcu(mr, rcu);
 	return 0;
 }

@@ -19,12 +19,27 @@
 enum sroce_mr_type {
 	SROCE_MR_DMA,		/* kernel virtual addresses, all memory */
 	SROCE_MR_USER,		/* pinned user pages */
+	SROCE_MR_FAST,		/* kernel fast-registration (IB_WR_REG_MR) */
 };
 
+/*
+ * Keys. The key that finds an MR is @key, not ibmr.lkey: a fast-reg MR's
+ * owner changes ibmr.lkey/rkey (ib_update_fast_reg_key) before it posts
+ * the REG_MR that makes the new key valid, so the data path uses @key and
+ * @valid, which only the requester (REG_MR, LOCAL_INV) and the responder
+ * (remote invalidation) change.
+ */
 struct sroce_mr {
 	struct ib_mr ibmr;
 	enum sroce_mr_type type;
+	u32 key;		/* the key that is valid now */
+	bool valid;		/* fast-reg: registered and not invalidated */
 	int access;		/* IB_ACCESS_* */
+	/* fast-reg: page addresses (kernel virtual, virt DMA) */
+	u64 *fpages;
+	u32 max_fpages;
+	u32 nfpages;
+	u32 fpage_shift;
 	u64 iova;
 	u64 length;
 	struct ib_umem *umem;
@@ -61,7 +76,16 @@ int sroce_sge_copy(struct sroce_dev *sdev, struct ib_pd *pd,
 		   u32 len, enum sroce_copy_dir dir, int access, u32 *copied);
 u64 *sroce_mr_atomic_ptr(struct sroce_mr *mr, u64 va, struct page **pagep);
 
+struct sroce_mr *sroce_mr_get_index(struct sroce_dev *sdev, u32 index);
+int sroce_mr_fast_reg(struct sroce_mr *mr, struct ib_pd *pd, u32 key,
+		      int access);
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key);
+
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *pd, int access);
+struct ib_mr *sroce_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
+			     u32 max_num_sg);
+int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset);
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);

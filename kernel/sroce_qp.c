@@ -66,6 +66,7 @@ static int sroce_qp_check_cap(struct ib_qp_init_attr *init,
 		return -EINVAL;
 	switch (init->qp_type) {
 	case IB_QPT_RC:
+	case IB_QPT_UC:
 	case IB_QPT_UD:
 		break;
 	case IB_QPT_GSI:
@@ -132,11 +133,12 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_sq;
 	qp->sq_shadow = vmalloc(qp->sq.num_slots << qp->sq.slot_shift);
 	qp->wst = kvcalloc(qp->sq.num_slots, sizeof(*qp->wst), GFP_KERNEL);
-	if (init->qp_type != IB_QPT_RC)
+	if (init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI)
 		qp->ud_dest = kvcalloc(qp->sq.num_slots, sizeof(*qp->ud_dest),
 				       GFP_KERNEL);
 	if (!qp->sq_shadow || !qp->wst ||
-	    (init->qp_type != IB_QPT_RC && !qp->ud_dest)) {
+	    ((init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI) &&
+	     !qp->ud_dest)) {
 		err = -ENOMEM;
 		goto err_sq;
 	}
@@ -495,6 +497,8 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 	case IB_WR_RDMA_READ:
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
+	case IB_WR_LOCAL_INV:
+	case IB_WR_REG_MR:
 		break;
 	default:
 		return -EINVAL;
@@ -506,8 +510,11 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 	w->opcode = wr->opcode;
 	w->flags = wr->send_flags & (SROCE_SEND_FENCE | SROCE_SEND_SIGNALED |
 				     SROCE_SEND_SOLICITED | SROCE_SEND_INLINE);
-	if (wr->opcode == IB_WR_SEND_WITH_INV)
+	if (wr->opcode == IB_WR_SEND_WITH_INV ||
+	    wr->opcode == IB_WR_LOCAL_INV)
 		w->imm_or_inv = wr->ex.invalidate_rkey;
+	else if (wr->opcode == IB_WR_REG_MR)
+		w->imm_or_inv = reg_wr(wr)->access;
 	else
 		w->imm_or_inv = (__force u32)wr->ex.imm_data;
 	if (wr->opcode == IB_WR_RDMA_WRITE ||
@@ -523,6 +530,12 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 		w->swap = atomic_wr(wr)->swap;
 	}
 
+	if (wr->opcode == IB_WR_REG_MR) {
+		/* By index: the data path checks it is this PD's fast-reg MR. */
+		w->remote_addr = reg_wr(wr)->mr->lkey >> 8;
+		w->rkey = reg_wr(wr)->key;
+		w->num_sge = 0;
+	}
 	if (sroce_qp_is_ud(qp)) {
 		w->ah = to_sah(ud_wr(wr)->ah)->ah_num;
 		w->remote_qpn = ud_wr(wr)->remote_qpn;

@@ -161,6 +161,7 @@ struct sroce_qp {
 		bool nak_sent;		/* one PSN-sequence NAK per gap */
 		bool in_send;		/* inside a multi-packet SEND */
 		bool in_write;		/* inside a multi-packet WRITE */
+		bool uc_drop;		/* UC: dropping until a FIRST/ONLY */
 		u8 *rwqe;		/* current receive WQE copy */
 		u32 rwqe_offset;	/* bytes of the SEND placed so far */
 		u64 write_va;

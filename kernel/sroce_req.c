@@ -42,12 +42,20 @@ static bool sroce_wqe_is_atomic(u8 op)
 	       op == SROCE_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/* Work requests that execute locally, without packets. */
+static bool sroce_wqe_is_local(u8 op)
+{
+	return op == SROCE_WR_LOCAL_INV || op == SROCE_WR_REG_MR;
+}
+
 static u32 sroce_wqe_len(const struct sroce_send_wqe *w)
 {
 	const struct sroce_sge *sge = (const void *)(w + 1);
 	u64 len = 0;
 	u32 i;
 
+	if (sroce_wqe_is_local(w->opcode))
+		return 0;
 	if (w->flags & SROCE_SEND_INLINE)
 		return w->inline_len;
 	for (i = 0; i < w->num_sge; i++)
@@ -106,6 +114,11 @@ static bool sroce_req_fetch_one(struct sroce_qp *qp, u32 idx)
 			  w->remote_qkey;
 		return sroce_wqe_len(w) != U32_MAX;
 	}
+	/* UC: SEND and WRITE (with immediate) and the local operations. */
+	if (qp->ibqp.qp_type == IB_QPT_UC &&
+	    (sroce_wqe_is_rd_atomic(w->opcode) ||
+	     w->opcode == SROCE_WR_SEND_WITH_INV))
+		return false;
 	switch (w->opcode) {
 	case SROCE_WR_SEND:
 	case SROCE_WR_SEND_WITH_IMM:
@@ -120,6 +133,13 @@ static bool sroce_req_fetch_one(struct sroce_qp *qp, u32 idx)
 	case SROCE_WR_ATOMIC_CMP_AND_SWP:
 	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
 		if (w->flags & SROCE_SEND_INLINE || sroce_wqe_len(w) < 8)
+			return false;
+		break;
+	case SROCE_WR_LOCAL_INV:
+		break;
+	case SROCE_WR_REG_MR:
+		/* Names an MR by index: only the kernel's own rings may. */
+		if (qp->is_user)
 			return false;
 		break;
 	default:
@@ -169,9 +189,32 @@ static enum ib_wc_opcode sroce_wc_opcode(u8 op)
 		return IB_WC_COMP_SWAP;
 	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case SROCE_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case SROCE_WR_REG_MR:
+		return IB_WC_REG_MR;
 	default:
 		return IB_WC_SEND;
 	}
+}
+
+/* Execute REG_MR or LOCAL_INV. Returns 0 or an ib_wc_status. */
+static int sroce_req_local_op(struct sroce_qp *qp,
+			      const struct sroce_send_wqe *w)
+{
+	struct sroce_mr *mr;
+	int status;
+
+	if (w->opcode == SROCE_WR_LOCAL_INV)
+		return sroce_mr_invalidate(qp->sdev, qp->ibqp.pd,
+					   w->imm_or_inv) ?
+		       IB_WC_LOC_QP_OP_ERR : 0;
+	mr = sroce_mr_get_index(qp->sdev, (u32)w->remote_addr);
+	if (!mr)
+		return IB_WC_LOC_QP_OP_ERR;
+	status = sroce_mr_fast_reg(mr, qp->ibqp.pd, w->rkey, w->imm_or_inv);
+	sroce_mr_put(mr);
+	return status;
 }
 
 /*
@@ -462,7 +505,7 @@ static int sroce_req_one(struct sroce_qp *qp)
 	struct sroce_send_wqe *w;
 	struct sroce_wqe_st *st;
 	u32 idx, len, off, plen, npsn;
-	bool first, last;
+	bool first, last, uc;
 	int status;
 
 	if (sroce_qp_is_ud(qp))
@@ -495,7 +538,8 @@ static int sroce_req_one(struct sroce_qp *qp)
 			sroce_qp_error(qp);
 		return 1;
 	}
-	if (sroce_psn_diff(qp->req.psn, qp->comp.psn) >=
+	uc = qp->ibqp.qp_type == IB_QPT_UC;
+	if (!uc && sroce_psn_diff(qp->req.psn, qp->comp.psn) >=
 	    SROCE_MAX_INFLIGHT_PSNS) {
 		spin_unlock_bh(&qp->sq_lock);
 		return 0;
@@ -509,6 +553,20 @@ static int sroce_req_one(struct sroce_qp *qp)
 	    qp->req.rd_atomic >= max_t(u32, qp->attr.max_rd_atomic, 1)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return 0;
+	}
+	if (sroce_wqe_is_local(w->opcode)) {
+		/* Executes once, in order; a rewind skips it as DONE. */
+		bool err;
+
+		status = sroce_req_local_op(qp, w);
+		st->state = SROCE_WQE_DONE;
+		st->status = status ? status : IB_WC_SUCCESS;
+		qp->req.cur++;
+		err = sroce_comp_retire(qp);
+		spin_unlock_bh(&qp->sq_lock);
+		if (err)
+			sroce_qp_error(qp);
+		return 1;
 	}
 
 	len = sroce_wqe_len(w);
@@ -524,13 +582,17 @@ static int sroce_req_one(struct sroce_qp *qp)
 	npsn = sroce_wqe_npsn(qp, w);
 
 	pkt->bth.opcode = sroce_req_opcode(w->opcode, first, last);
+	/* UC opcodes are the RC SEND/WRITE ones in the UC range. */
+	if (uc)
+		pkt->bth.opcode |= SROCE_OP_UC_SEND_FIRST;
 	pkt->bth.pkey = SROCE_DEFAULT_PKEY;
 	pkt->bth.dqpn = qp->attr.dest_qp_num;
 	pkt->bth.psn = qp->req.psn;
 	pkt->bth.se = last && (w->flags & SROCE_SEND_SOLICITED);
-	pkt->bth.ack_req = last || !((sroce_psn_diff(qp->req.psn,
-						     st->first_psn) + 1) %
-				     SROCE_ACKREQ_EVERY);
+	pkt->bth.ack_req = !uc &&
+			   (last || !((sroce_psn_diff(qp->req.psn,
+						      st->first_psn) + 1) %
+				      SROCE_ACKREQ_EVERY));
 	pkt->payload_len = plen;
 	if (first) {
 		st->started = 1;
@@ -565,7 +627,8 @@ static int sroce_req_one(struct sroce_qp *qp)
 		qp->req.psn = sroce_psn_add(st->first_psn, npsn);
 		qp->req.offset = 0;
 		qp->req.cur++;
-		st->state = SROCE_WQE_SENT;
+		/* UC is unacknowledged: sent is done. */
+		st->state = uc ? SROCE_WQE_DONE : SROCE_WQE_SENT;
 		if (sroce_wqe_is_rd_atomic(w->opcode))
 			qp->req.rd_atomic++;
 	} else {
@@ -578,7 +641,8 @@ static int sroce_req_one(struct sroce_qp *qp)
 	 * healthy burst on a slow host. A lost packet before it still gets
 	 * a sequence NAK from the responder.
 	 */
-	if (pkt->bth.ack_req || !timer_pending(&qp->comp.retrans_timer))
+	if (!uc &&
+	    (pkt->bth.ack_req || !timer_pending(&qp->comp.retrans_timer)))
 		sroce_retrans_arm(qp);
 	spin_unlock_bh(&qp->sq_lock);
 
@@ -597,6 +661,18 @@ static int sroce_req_one(struct sroce_qp *qp)
 		}
 	}
 	sroce_tx_send(qp, &tp);
+	if (uc && last) {
+		bool err;
+
+		spin_lock_bh(&qp->sq_lock);
+		if ((s32)(idx - qp->comp.idx) >= 0 &&
+		    st->state == SROCE_WQE_DONE && st->status == IB_WC_SUCCESS)
+			qp->comp.psn = qp->req.psn;
+		err = sroce_comp_retire(qp);
+		spin_unlock_bh(&qp->sq_lock);
+		if (err)
+			sroce_qp_error(qp);
+	}
 	return 1;
 }
 

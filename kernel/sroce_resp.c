@@ -75,6 +75,7 @@ void sroce_resp_reset(struct sroce_qp *qp)
 	qp->resp.nak_sent = false;
 	qp->resp.in_send = false;
 	qp->resp.in_write = false;
+	qp->resp.uc_drop = false;
 	if (qp->resp.res)
 		memset(qp->resp.res, 0, qp->resp.nres * sizeof(*qp->resp.res));
 	qp->resp.res_head = 0;
@@ -260,6 +261,15 @@ static enum sroce_resp_verdict sroce_resp_send(struct sroce_qp *qp,
 		flags |= SROCE_WC_F_WITH_IMM;
 		ex = (__force u32)cpu_to_be32(pkt->imm);
 	} else if (pkt->info->hdrs & SROCE_HDR_IETH) {
+		/* Remote invalidation: a fast-reg MR of this QP's PD. */
+		if (sroce_mr_invalidate(qp->sdev, qp->ibqp.pd,
+					pkt->ieth_rkey)) {
+			sroce_resp_complete_recv(qp, IB_WC_REM_INV_REQ_ERR,
+						 IB_WC_RECV,
+						 qp->resp.rwqe_offset, 0, 0,
+						 false);
+			return SROCE_RESP_NAK_INV;
+		}
 		flags |= SROCE_WC_F_WITH_INV;
 		ex = pkt->ieth_rkey;
 	}
@@ -469,6 +479,58 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 }
 
 /*
+ * UC (IBTA 9.7.5.2): no ACKs, no NAKs, no retries. A packet with an
+ * unexpected PSN loses the message it belongs to: the rest of it is dropped
+ * until the next FIRST or ONLY, which resynchronises the PSN and reuses the
+ * receive WQE the lost message had started to fill. A request that fails
+ * its checks (no receive WQE, bad rkey, bad length) drops its message; a
+ * receive WQE already consumed completes with the error. Never fatal to
+ * the QP. resp_lock held.
+ */
+static void sroce_resp_uc(struct sroce_qp *qp, const struct sroce_pkt *pkt,
+			  const u8 *payload)
+{
+	u8 pos = pkt->info->pos;
+	bool first = pos == SROCE_POS_FIRST || pos == SROCE_POS_ONLY;
+	bool last = pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY;
+	enum sroce_resp_verdict v;
+
+	if (pkt->bth.psn != qp->resp.epsn || qp->resp.uc_drop) {
+		if (!first) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
+			qp->resp.uc_drop = true;
+			return;
+		}
+		qp->resp.uc_drop = false;
+	}
+	if (first) {
+		/* A message that never finished is abandoned. */
+		qp->resp.in_send = false;
+		qp->resp.in_write = false;
+	}
+	qp->resp.epsn = sroce_psn_add(pkt->bth.psn, 1);
+
+	switch (pkt->info->kind) {
+	case SROCE_KIND_SEND:
+		v = sroce_resp_send(qp, pkt, payload);
+		break;
+	case SROCE_KIND_WRITE:
+		v = sroce_resp_write(qp, pkt, payload);
+		break;
+	default:
+		v = SROCE_RESP_NAK_INV;
+		break;
+	}
+	if (v == SROCE_RESP_OK || v == SROCE_RESP_DONE)
+		return;
+	sroce_stat_inc(qp->sdev, v == SROCE_RESP_RNR ? SROCE_CNT_UD_NO_RWQE :
+		       SROCE_CNT_OOS_REQ);
+	qp->resp.in_send = false;
+	qp->resp.in_write = false;
+	qp->resp.uc_drop = !last;
+}
+
+/*
  * Execute one request, resp_lock held. Returns true if the QP must go to
  * the error state (the caller does that after dropping the lock, with the
  * affiliated async event in *@event).
@@ -480,6 +542,10 @@ static bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 	u32 psn = pkt->bth.psn;
 	s32 d;
 
+	if (qp->ibqp.qp_type == IB_QPT_UC) {
+		sroce_resp_uc(qp, pkt, payload);
+		return false;
+	}
 	d = sroce_psn_diff(psn, qp->resp.epsn);
 	if (d > 0) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);

@@ -86,7 +86,8 @@ static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 			sroce_resp_ud_rcv(qp, skb, pkt, payload);
 		goto out;
 	}
-	if (qp->ibqp.qp_type != IB_QPT_RC || !(pkt->info->qpts & SROCE_QPT_RC)) {
+	if (!(qp->ibqp.qp_type == IB_QPT_RC && pkt->info->qpts & SROCE_QPT_RC) &&
+	    !(qp->ibqp.qp_type == IB_QPT_UC && pkt->info->qpts & SROCE_QPT_UC)) {
 		sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_OPCODE);
 		goto out;
 	}

@@ -17,6 +17,8 @@ PKGS=(
 	# run and test
 	rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils iproute2
 	python3-pyverbs python3-scapy iperf3 tshark ethtool procps
+	# NVMe over Fabrics (RDMA) tests
+	nvme-cli fio
 	# debug kernel lane
 	flex bison bc libelf-dev libssl-dev
 )

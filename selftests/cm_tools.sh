@@ -1,0 +1,120 @@
+#!/bin/bash
+# timeout: 1200
+#
+# RDMA CM over sroce with rdmacm-utils, unmodified: the kernel's RDMA CM and
+# IB CM exchange their MADs through sroce's GSI QP (QP1, UD over RoCE v2),
+# then the tools move data on RC (or UD) QPs through the provider.
+#
+# Two sroce devices in two namespaces on a veth pair, over IPv4 and IPv6:
+#  - rping: 200 iterations with data verification (-V), 64 B and 64 KiB - 1;
+#  - ucmatose: 4 connections, 50 messages each;
+#  - udaddy: UD data transfers addressed by the CM (address handles, GRH);
+#  - rdma_server / rdma_client (the librdmacm "simple" API);
+#  - rstream and riostream (rsockets over RC), 100 transfers of 64 KiB, with
+#    data verification where the tool has it.
+# Every server and client must exit 0; the CM MADs must have gone through
+# QP1 (rcvd_pkts moved on both devices) and no packet may have been dropped
+# as malformed or for an unknown QP.
+SR_TAG=cm
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+
+sr_setup
+require_cmd rping ucmatose udaddy rdma_server rdma_client rstream riostream timeout
+require_module rdma_ucm
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+
+nsa=${SR_ID}a nsb=${SR_ID}b
+va=${SR_ID}va vb=${SR_ID}vb
+da=${SR_ID}0 db=${SR_ID}1
+v4a=192.0.2.1 v4b=192.0.2.2 v6a=2001:db8::1 v6b=2001:db8::2
+
+ns_create "$nsa"
+ns_create "$nsb"
+veth_pair "$nsa" "$va" "$nsb" "$vb"
+check ip -n "$nsa" addr add "$v4a/24" dev "$va"
+check ip -n "$nsb" addr add "$v4b/24" dev "$vb"
+check ip -n "$nsa" addr add "$v6a/64" dev "$va" nodad
+check ip -n "$nsb" addr add "$v6b/64" dev "$vb" nodad
+sr_link_add "$nsa" "$da" "$va"
+sr_link_add "$nsb" "$db" "$vb"
+for x in "$da $v4a" "$db $v4b" "$da $v6a" "$db $v6b"; do
+	# shellcheck disable=SC2086
+	wait_for "sr_gid_index $x" 10 || fail "no RoCE v2 GID: $x"
+done
+
+counter() { # DEV NAME
+	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v k="$2" '$0 == k { getline; print; exit }'
+}
+declare -A rcvd0
+for d in "$da" "$db"; do rcvd0[$d]=$(counter "$d" rcvd_pkts); done
+
+tmp=$(mktemp -d)
+defer rm -rf "$tmp"
+failures=0
+n=0
+
+# pair WHAT "SERVER CMD" "CLIENT CMD": server in namespace b, client in a;
+# both must exit 0 within the time limit.
+pair() {
+	local what=$1 srv=$2 cli=$3 spid rs rc
+	n=$((n + 1))
+	log "### $what"
+	# shellcheck disable=SC2086
+	ip netns exec "$nsb" timeout 240 $srv >"$tmp/s$n" 2>&1 &
+	spid=$!
+	# The server must be listening before the client resolves the route:
+	# the CM answers a REQ to nobody with a reject.
+	sleep 3
+	rc=0 rs=0
+	# shellcheck disable=SC2086
+	ip netns exec "$nsa" timeout 200 $cli >"$tmp/c$n" 2>&1 || rc=$?
+	wait "$spid" || rs=$?
+	if ((rc != 0 || rs != 0)); then
+		log "not ok: $what: client exit $rc, server exit $rs"
+		log "--- server: $srv"
+		tail -n 20 "$tmp/s$n"
+		log "--- client: $cli"
+		tail -n 20 "$tmp/c$n"
+		failures=$((failures + 1))
+		return 1
+	fi
+	log "ok: $what"
+}
+
+for fam in 4 6; do
+	if [[ $fam == 4 ]]; then srv=$v4b; else srv=$v6b; fi
+	pair "rping IPv$fam, 64 B x 200, verified" \
+		"rping -s -a $srv -V -C 200 -S 64" \
+		"rping -c -a $srv -V -C 200 -S 64"
+	# rping's largest buffer is 64 KiB - 1.
+	pair "rping IPv$fam, 65535 B x 50, verified" \
+		"rping -s -a $srv -V -C 50 -S 65535" \
+		"rping -c -a $srv -V -C 50 -S 65535"
+	pair "ucmatose IPv$fam, 4 connections x 50 messages" \
+		"ucmatose -b $srv -c 4 -C 50" \
+		"ucmatose -s $srv -c 4 -C 50"
+	pair "udaddy IPv$fam (UD through the CM)" \
+		"udaddy -b $srv" \
+		"udaddy -s $srv"
+	pair "rdma_server/rdma_client IPv$fam" \
+		"rdma_server -s $srv" \
+		"rdma_client -s $srv"
+	pair "rstream IPv$fam, 100 x 64 KiB" \
+		"rstream -b $srv -C 100 -S 65536" \
+		"rstream -s $srv -C 100 -S 65536"
+	pair "riostream IPv$fam, 100 x 64 KiB" \
+		"riostream -b $srv -C 100 -S 65536" \
+		"riostream -s $srv -C 100 -S 65536"
+done
+
+for d in "$da" "$db"; do
+	r=$(counter "$d" rcvd_pkts)
+	bad=$(($(counter "$d" rcvd_malformed) + $(counter "$d" rcvd_no_qp) + $(counter "$d" rcvd_icrc_err)))
+	log "$d: rcvd_pkts ${rcvd0[$d]} -> $r, malformed+no_qp+icrc $bad"
+	((r > rcvd0[$d])) || { log "not ok: $d received nothing"; failures=$((failures + 1)); }
+	((bad == 0)) || { log "not ok: $d dropped $bad packets"; failures=$((failures + 1)); }
+done
+
+((failures == 0)) || fail "$failures of the RDMA CM runs failed"
+log "all $n RDMA CM runs passed"

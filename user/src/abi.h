@@ -28,6 +28,9 @@ static_assert(sizeof(sroce_create_qp_resp) == 32);
 static_assert(offsetof(sroce_create_qp_resp, sq_mi) == 0);
 static_assert(offsetof(sroce_create_qp_resp, rq_mi) == 16);
 static_assert(sizeof(sroce_create_srq_resp) == 24);
+static_assert(sizeof(sroce_create_ah_resp) == 8);
+static_assert(offsetof(sroce_create_ah_resp, ah_num) == 0);
+static_assert(offsetof(sroce_create_ah_resp, reserved) == 4);
 
 /* Data-path formats in the rings. */
 static_assert(sizeof(sroce_sge) == 16);
@@ -35,6 +38,8 @@ static_assert(sizeof(sroce_send_wqe) == SROCE_SEND_WQE_HDR_SIZE);
 static_assert(sizeof(sroce_send_wqe) == 64);
 static_assert(offsetof(sroce_send_wqe, remote_addr) == 24);
 static_assert(offsetof(sroce_send_wqe, ah) == 48);
+static_assert(offsetof(sroce_send_wqe, remote_qpn) == 52);
+static_assert(offsetof(sroce_send_wqe, remote_qkey) == 56);
 static_assert(sizeof(sroce_recv_wqe) == 16);
 static_assert(sizeof(sroce_cqe) == 64);
 static_assert(offsetof(sroce_cqe, wc_flags) == 36);

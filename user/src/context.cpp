@@ -43,12 +43,14 @@ static constexpr struct verbs_context_ops make_context_ops() noexcept
 	struct verbs_context_ops o = {};
 
 	o.alloc_pd = alloc_pd;
+	o.create_ah = create_ah;
 	o.create_cq = create_cq;
 	o.create_cq_ex = create_cq_ex;
 	o.create_qp = create_qp;
 	o.create_qp_ex = create_qp_ex;
 	o.dealloc_pd = dealloc_pd;
 	o.dereg_mr = dereg_mr;
+	o.destroy_ah = destroy_ah;
 	o.destroy_cq = destroy_cq;
 	o.destroy_qp = destroy_qp;
 	o.free_context = free_context;

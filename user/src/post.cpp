@@ -172,7 +172,9 @@ int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
 		if (len < atomic_len)
 			return EINVAL;
 	}
-	if (type == IBV_QPT_UD && !wr.wr.ud.ah)
+	/* An AH of another device would not be one of ours to read. */
+	if (type == IBV_QPT_UD &&
+	    (!wr.wr.ud.ah || wr.wr.ud.ah->context != q.vqp.qp.context))
 		return EINVAL;
 
 	sroce_send_wqe h = {};
@@ -206,7 +208,7 @@ int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
 		break;
 	}
 	if (type == IBV_QPT_UD) {
-		h.ah = wr.wr.ud.ah->handle;
+		h.ah = to_ah(wr.wr.ud.ah)->ah_num;
 		h.remote_qpn = wr.wr.ud.remote_qpn;
 		h.remote_qkey = wr.wr.ud.remote_qkey;
 	}

@@ -39,11 +39,22 @@ struct pd {
 	struct ibv_pd ibv_pd;
 };
 
+/*
+ * An address handle: the kernel resolved the path (and the destination
+ * MAC) when it created it; a UD send WQE names it by ah_num, never by a
+ * pointer or the uverbs handle.
+ */
+struct ah {
+	struct ibv_ah ibv_ah;
+	uint32_t ah_num; /* sroce_create_ah_resp.ah_num, never 0 */
+};
+
 static_assert(std::is_standard_layout_v<device> &&
 	      offsetof(device, ibv_dev) == 0);
 static_assert(std::is_standard_layout_v<context> &&
 	      offsetof(context, ibv_ctx) == 0);
 static_assert(std::is_standard_layout_v<pd> && offsetof(pd, ibv_pd) == 0);
+static_assert(std::is_standard_layout_v<ah> && offsetof(ah, ibv_ah) == 0);
 
 inline device *to_dev(struct ibv_device *ibdev) noexcept
 {
@@ -59,6 +70,16 @@ inline context *to_ctx(struct ibv_context *ibctx) noexcept
 inline pd *to_pd(struct ibv_pd *ibpd) noexcept
 {
 	return reinterpret_cast<pd *>(ibpd);
+}
+
+inline const ah *to_ah(const struct ibv_ah *ibah) noexcept
+{
+	return reinterpret_cast<const ah *>(ibah);
+}
+
+inline ah *to_ah(struct ibv_ah *ibah) noexcept
+{
+	return reinterpret_cast<ah *>(ibah);
 }
 
 /* provider.cpp: discovery and registration */
@@ -82,6 +103,25 @@ int query_port(struct ibv_context *ibctx, uint8_t port,
 /* pd.cpp */
 struct ibv_pd *alloc_pd(struct ibv_context *ibctx) noexcept;
 int dealloc_pd(struct ibv_pd *ibpd) noexcept;
+
+/* ah.cpp */
+struct ibv_ah *create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr) noexcept;
+int destroy_ah(struct ibv_ah *ibah) noexcept;
+
+/*
+ * The two commands create_ah and destroy_ah issue, so the tests can stand
+ * in for the kernel: kernel_ah_cmds holds libibverbs' ibv_cmd_*_ah.
+ */
+struct ah_cmds {
+	int (*create)(struct ibv_pd *pd, struct ibv_ah *ah,
+		      struct ibv_ah_attr *attr,
+		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size);
+	int (*destroy)(struct ibv_ah *ah);
+};
+extern const ah_cmds kernel_ah_cmds;
+struct ibv_ah *create_ah_using(const ah_cmds &cmds, struct ibv_pd *pd,
+			       struct ibv_ah_attr *attr) noexcept;
+int destroy_ah_using(const ah_cmds &cmds, struct ibv_ah *ibah) noexcept;
 
 /* mr.cpp */
 struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t length,

@@ -625,5 +625,6 @@ SROCE_ASSERT_SIZE(ib_uverbs_ex_create_cq_resp, 16);
 SROCE_ASSERT_SIZE(ib_uverbs_ex_create_qp_resp, 40);
 SROCE_ASSERT_SIZE(ib_uverbs_create_srq_resp, 16);
 SROCE_ASSERT_SIZE(ib_uverbs_get_context_resp, 8);
+SROCE_ASSERT_SIZE(ib_uverbs_create_ah_resp, 4);
 
 #endif /* SROCE_VERBS_PRIVATE_H */

@@ -192,11 +192,12 @@ void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t remote_qpn,
 
 	if (!w)
 		return;
-	if (q->vqp.qp.qp_type != IBV_QPT_UD || !ah) {
+	if (q->vqp.qp.qp_type != IBV_QPT_UD || !ah ||
+	    ah->context != q->vqp.qp.context) {
 		fail(sq, EINVAL);
 		return;
 	}
-	w->ah = ah->handle;
+	w->ah = to_ah(ah)->ah_num;
 	w->remote_qpn = remote_qpn;
 	w->remote_qkey = remote_qkey;
 	sq.wr_cur_needs_ud = false;

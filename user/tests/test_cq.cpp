@@ -96,6 +96,68 @@ TEST(CqeToWc, InvalidatedRkeyAndStatuses)
 	}
 }
 
+/* A UD receive as sroce.ko writes it: 40-byte GRH counted, sender's QPN. */
+sroce_cqe ud_recv_cqe(uint64_t wr_id)
+{
+	sroce_cqe e = make_cqe(wr_id, IBV_WC_SUCCESS, IBV_WC_RECV);
+	e.byte_len = 40 + 1000;
+	e.imm_or_inv = htonl(0x600df00d);
+	e.qp_num = 0x12;
+	e.src_qp = 0xabcdef;
+	e.wc_flags = SROCE_WC_F_GRH | SROCE_WC_F_WITH_IMM;
+	e.port_num = 1;
+	e.network_hdr_type = 2; /* RDMA_NETWORK_IPV4 */
+	e.smac[0] = 0x02;
+	return e;
+}
+
+TEST(UdRecv, PollCqReportsTheSender)
+{
+	fake_cq f(4);
+	f.push(ud_recv_cqe(21));
+	ibv_wc wc;
+	memset(&wc, 0xff, sizeof(wc));
+
+	ASSERT_EQ(poll_cq(f.ibcq(), 1, &wc), 1);
+	EXPECT_EQ(wc.wr_id, 21U);
+	EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+	EXPECT_EQ(wc.opcode, IBV_WC_RECV);
+	EXPECT_EQ(wc.byte_len, 1040U);
+	EXPECT_EQ(wc.wc_flags, unsigned{IBV_WC_GRH | IBV_WC_WITH_IMM});
+	EXPECT_EQ(ntohl(wc.imm_data), 0x600df00dU);
+	EXPECT_EQ(wc.qp_num, 0x12U);
+	EXPECT_EQ(wc.src_qp, 0xabcdefU);
+	/* No LIDs, SLs or P_Keys on RoCE: all zero, not left over. */
+	EXPECT_EQ(wc.pkey_index, 0U);
+	EXPECT_EQ(wc.slid, 0U);
+	EXPECT_EQ(wc.sl, 0U);
+	EXPECT_EQ(wc.dlid_path_bits, 0U);
+}
+
+TEST(UdRecv, CqExReadersReportTheSender)
+{
+	fake_cq f(4);
+	set_cq_ex_ops(*f.c, IBV_WC_STANDARD_FLAGS);
+	ibv_cq_ex *x = f.ibcqx();
+	f.push(ud_recv_cqe(22));
+	ibv_poll_cq_attr attr{};
+
+	ASSERT_EQ(ibv_start_poll(x, &attr), 0);
+	EXPECT_EQ(x->wr_id, 22U);
+	EXPECT_EQ(ibv_wc_read_opcode(x), IBV_WC_RECV);
+	EXPECT_EQ(ibv_wc_read_byte_len(x), 1040U);
+	EXPECT_EQ(ibv_wc_read_wc_flags(x),
+		  unsigned{IBV_WC_GRH | IBV_WC_WITH_IMM});
+	EXPECT_EQ(ntohl(ibv_wc_read_imm_data(x)), 0x600df00dU);
+	EXPECT_EQ(ibv_wc_read_qp_num(x), 0x12U);
+	EXPECT_EQ(ibv_wc_read_src_qp(x), 0xabcdefU);
+	EXPECT_EQ(ibv_wc_read_slid(x), 0U);
+	EXPECT_EQ(ibv_wc_read_sl(x), 0U);
+	EXPECT_EQ(ibv_wc_read_dlid_path_bits(x), 0U);
+	ibv_end_poll(x);
+	EXPECT_EQ(f.ring.consumer(), 1U);
+}
+
 TEST(PollCq, ConsumesAndPublishesTheConsumerIndex)
 {
 	fake_cq f(8);

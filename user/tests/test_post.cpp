@@ -229,35 +229,137 @@ TEST_F(PostSend, EveryRcOpcode)
 		expect_slot(i, want[i], want[i].num_sge);
 }
 
-TEST(PostSendUd, AddressFromTheAh)
+/* A provider AH whose uverbs handle and AH number differ. */
+sroce::ah make_ah(uint32_t handle, uint32_t ah_num)
 {
+	sroce::ah a;
+	memset(&a, 0, sizeof(a));
+	a.ibv_ah.handle = handle;
+	a.ah_num = ah_num;
+	return a;
+}
+
+struct PostSendUd : ::testing::Test {
 	fake_qp f{IBV_QPT_UD, make_cap(8, 2, 64)};
-	ibv_ah ah{};
-	ah.handle = 0x42;
+	sroce::ah a = make_ah(0x42, 0x1234);
 	ibv_sge sg{0x5000, 100, 9};
-	ibv_send_wr wr = make_wr(IBV_WR_SEND_WITH_IMM, 77, &sg, 1);
+
+	ibv_send_wr make_ud_wr(ibv_wr_opcode op, uint64_t wr_id)
+	{
+		ibv_send_wr wr = make_wr(op, wr_id, &sg, 1);
+		wr.wr.ud.ah = &a.ibv_ah;
+		wr.wr.ud.remote_qpn = 0xabcdef;
+		wr.wr.ud.remote_qkey = 0x11111111;
+		return wr;
+	}
+};
+
+TEST_F(PostSendUd, AddressIsTheAhNumberNotTheHandle)
+{
+	ibv_send_wr wr = make_ud_wr(IBV_WR_SEND_WITH_IMM, 77);
 	wr.imm_data = htonl(0xa0b0c0d0);
-	wr.wr.ud.ah = &ah;
-	wr.wr.ud.remote_qpn = 0xabcdef;
-	wr.wr.ud.remote_qkey = 0x11111111;
 	ibv_send_wr *bad = nullptr;
 
 	ASSERT_EQ(post_send(f.ibqp(), &wr, &bad), 0);
+	EXPECT_EQ(bad, nullptr);
+	EXPECT_EQ(doorbells.load(), 1);
 	auto h = expected_hdr(77, SROCE_WR_SEND_WITH_IMM, SROCE_SEND_SIGNALED,
 			      1);
 	h.imm_or_inv = htonl(0xa0b0c0d0);
-	h.ah = 0x42;
+	h.ah = 0x1234;
 	h.remote_qpn = 0xabcdef;
 	h.remote_qkey = 0x11111111;
 	EXPECT_TRUE(same_bytes(f.wqe(0), &h, sizeof(h)));
 
-	/* UD: no RDMA, and an AH is mandatory. */
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	EXPECT_EQ(post_send(f.ibqp(), &wr, &bad), EINVAL);
-	EXPECT_EQ(bad, &wr);
-	wr.opcode = IBV_WR_SEND;
+	/* The raw words at 48/52/56, as the kernel reads them. */
+	const unsigned char *s = f.sq.slot(0);
+	uint32_t v32 = 0;
+	memcpy(&v32, s + 48, 4);
+	EXPECT_EQ(v32, 0x1234U);
+	memcpy(&v32, s + 52, 4);
+	EXPECT_EQ(v32, 0xabcdefU);
+	memcpy(&v32, s + 56, 4);
+	EXPECT_EQ(v32, 0x11111111U);
+
+	/* A plain SEND: no immediate. */
+	wr = make_ud_wr(IBV_WR_SEND, 78);
+	wr.wr.ud.remote_qkey = 0x80010000; /* a controlled qkey goes as is */
+	ASSERT_EQ(post_send(f.ibqp(), &wr, &bad), 0);
+	h = expected_hdr(78, SROCE_WR_SEND, SROCE_SEND_SIGNALED, 1);
+	h.ah = 0x1234;
+	h.remote_qpn = 0xabcdef;
+	h.remote_qkey = 0x80010000;
+	EXPECT_TRUE(same_bytes(f.wqe(1), &h, sizeof(h)));
+}
+
+TEST_F(PostSendUd, OnlySendAndSendWithImm)
+{
+	for (auto op :
+	     {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ,
+	      IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
+	      IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV,
+	      IBV_WR_TSO, IBV_WR_DRIVER1, IBV_WR_ATOMIC_WRITE}) {
+		/* A good WR first: posted; the bad one stops the list. */
+		ibv_send_wr good = make_ud_wr(IBV_WR_SEND, 1);
+		ibv_send_wr wr = make_ud_wr(op, 2);
+		wr.wr.atomic.remote_addr = 0x1000; /* whatever the union */
+		good.next = &wr;
+		const uint32_t before = f.sq.producer();
+		ibv_send_wr *bad = nullptr;
+
+		EXPECT_EQ(post_send(f.ibqp(), &good, &bad), EINVAL) << op;
+		EXPECT_EQ(bad, &wr) << op;
+		EXPECT_EQ(f.sq.producer(), before + 1) << op;
+		f.sq.set_consumer(f.sq.producer());
+	}
+}
+
+TEST_F(PostSendUd, NeedsAnAhOfThisContext)
+{
+	ibv_send_wr wr = make_ud_wr(IBV_WR_SEND, 1);
+	ibv_send_wr *bad = nullptr;
+
 	wr.wr.ud.ah = nullptr;
 	EXPECT_EQ(post_send(f.ibqp(), &wr, &bad), EINVAL);
+	EXPECT_EQ(bad, &wr);
+
+	/* An AH from another device (another provider's object). */
+	ibv_context other{};
+	sroce::ah foreign = make_ah(1, 2);
+	foreign.ibv_ah.context = &other;
+	wr.wr.ud.ah = &foreign.ibv_ah;
+	bad = nullptr;
+	EXPECT_EQ(post_send(f.ibqp(), &wr, &bad), EINVAL);
+	EXPECT_EQ(bad, &wr);
+	EXPECT_EQ(f.sq.producer(), 0U);
+	EXPECT_EQ(doorbells.load(), 0);
+}
+
+TEST_F(PostSendUd, InlineSend)
+{
+	std::vector<unsigned char> d(64);
+	for (size_t i = 0; i < d.size(); i++)
+		d[i] = static_cast<unsigned char>(0x80 + i);
+	ibv_sge isg{reinterpret_cast<uintptr_t>(d.data()), 64, 0};
+	ibv_send_wr wr = make_ud_wr(IBV_WR_SEND, 5);
+	wr.sg_list = &isg;
+	wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+	ibv_send_wr *bad = nullptr;
+
+	ASSERT_EQ(post_send(f.ibqp(), &wr, &bad), 0);
+	auto h = expected_hdr(5, SROCE_WR_SEND,
+			      SROCE_SEND_INLINE | SROCE_SEND_SIGNALED, 0);
+	h.inline_len = 64;
+	h.ah = 0x1234;
+	h.remote_qpn = 0xabcdef;
+	h.remote_qkey = 0x11111111;
+	EXPECT_TRUE(same_bytes(f.wqe(0), &h, sizeof(h)));
+	EXPECT_TRUE(same_bytes(f.sq.slot(0) + SROCE_SEND_WQE_HDR_SIZE, d.data(),
+			       d.size()));
+
+	isg.length = 65; /* over max_inline */
+	EXPECT_EQ(post_send(f.ibqp(), &wr, &bad), EINVAL);
+	EXPECT_EQ(bad, &wr);
 	EXPECT_EQ(f.sq.producer(), 1U);
 }
 

@@ -393,21 +393,33 @@ TEST_F(WrApi, DoorbellErrorIsReturned)
 	EXPECT_EQ(f.sq.producer(), 1U);
 }
 
-TEST(WrApiUd, NeedsAnAddressPerWr)
-{
+struct WrApiUd : ::testing::Test {
 	fake_qp f{IBV_QPT_UD, make_cap(8, 2, 64)};
-	set_qp_ex_ops(*f.q, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM);
-	ibv_qp_ex *x = f.qpx();
-	ibv_ah ah{};
-	ah.handle = 0x77;
+	fake_qp ref{IBV_QPT_UD, make_cap(8, 2, 64)};
+	sroce::ah a{};
 
-	ibv_wr_start(x);
-	x->wr_id = 1;
-	x->wr_flags = IBV_SEND_SIGNALED;
-	ibv_wr_send_imm(x, htonl(5));
-	ibv_wr_set_ud_addr(x, &ah, 0x123, 0x456);
-	ibv_wr_set_sge(x, 1, 0x1000, 10);
-	ASSERT_EQ(ibv_wr_complete(x), 0);
+	void SetUp() override
+	{
+		set_qp_ex_ops(*f.q, IBV_QP_EX_WITH_SEND |
+					    IBV_QP_EX_WITH_SEND_WITH_IMM);
+		a.ibv_ah.handle = 0x77; /* the uverbs handle: never sent */
+		a.ah_num = 0x4321;
+	}
+	ibv_qp_ex *x()
+	{
+		return f.qpx();
+	}
+};
+
+TEST_F(WrApiUd, SetUdAddrWritesTheAhNumber)
+{
+	ibv_wr_start(x());
+	x()->wr_id = 1;
+	x()->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_imm(x(), htonl(5));
+	ibv_wr_set_ud_addr(x(), &a.ibv_ah, 0x123, 0x456);
+	ibv_wr_set_sge(x(), 1, 0x1000, 10);
+	ASSERT_EQ(ibv_wr_complete(x()), 0);
 
 	sroce_send_wqe h;
 	memset(&h, 0, sizeof(h));
@@ -416,24 +428,94 @@ TEST(WrApiUd, NeedsAnAddressPerWr)
 	h.flags = SROCE_SEND_SIGNALED;
 	h.num_sge = 1;
 	h.imm_or_inv = htonl(5);
-	h.ah = 0x77;
+	h.ah = 0x4321;
 	h.remote_qpn = 0x123;
 	h.remote_qkey = 0x456;
 	EXPECT_TRUE(same_bytes(f.wqe(0), &h, sizeof(h)));
+}
 
+TEST_F(WrApiUd, MatchesPostSend)
+{
+	std::vector<unsigned char> d(64, 0x3c);
+	ibv_sge sg{0x2000, 20, 7};
+	ibv_sge isg{reinterpret_cast<uintptr_t>(d.data()), 64, 0};
+
+	ibv_wr_start(x());
+	x()->wr_id = 10;
+	x()->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+	ibv_wr_send(x());
+	/* Address after the data: the setters go in any order. */
+	ibv_wr_set_sge(x(), sg.lkey, sg.addr, sg.length);
+	ibv_wr_set_ud_addr(x(), &a.ibv_ah, 0xffffff, 0x11111111);
+	x()->wr_id = 11;
+	x()->wr_flags = 0;
+	ibv_wr_send_imm(x(), htonl(0xfeed));
+	ibv_wr_set_ud_addr(x(), &a.ibv_ah, 2, 3);
+	ibv_wr_set_inline_data(x(), d.data(), d.size());
+	ASSERT_EQ(ibv_wr_complete(x()), 0);
+
+	std::vector<ibv_send_wr> wrs(2);
+	wrs[0].wr_id = 10;
+	wrs[0].opcode = IBV_WR_SEND;
+	wrs[0].send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+	wrs[0].sg_list = &sg;
+	wrs[0].num_sge = 1;
+	wrs[0].wr.ud.ah = &a.ibv_ah;
+	wrs[0].wr.ud.remote_qpn = 0xffffff;
+	wrs[0].wr.ud.remote_qkey = 0x11111111;
+	wrs[0].next = &wrs[1];
+	wrs[1].wr_id = 11;
+	wrs[1].opcode = IBV_WR_SEND_WITH_IMM;
+	wrs[1].imm_data = htonl(0xfeed);
+	wrs[1].send_flags = IBV_SEND_INLINE;
+	wrs[1].sg_list = &isg;
+	wrs[1].num_sge = 1;
+	wrs[1].wr.ud.ah = &a.ibv_ah;
+	wrs[1].wr.ud.remote_qpn = 2;
+	wrs[1].wr.ud.remote_qkey = 3;
+	ibv_send_wr *bad = nullptr;
+	ASSERT_EQ(post_send(ref.ibqp(), wrs.data(), &bad), 0);
+
+	EXPECT_EQ(f.sq.producer(), 2U);
+	EXPECT_EQ(ref.sq.producer(), 2U);
+	for (uint32_t i = 0; i < 2; i++)
+		EXPECT_TRUE(same_bytes(f.sq.slot(i), ref.sq.slot(i),
+				       f.sq.slot_size()))
+			<< "slot " << i;
+	EXPECT_EQ(f.wqe(1)->ah, 0x4321U);
+}
+
+TEST_F(WrApiUd, NeedsAnAddressPerWr)
+{
 	/* The second WR forgot its address: the batch fails. */
-	ibv_wr_start(x);
-	ibv_wr_send(x);
-	ibv_wr_set_ud_addr(x, &ah, 1, 2);
-	ibv_wr_send(x);
-	EXPECT_EQ(ibv_wr_complete(x), EINVAL);
-	EXPECT_EQ(f.sq.producer(), 1U);
+	ibv_wr_start(x());
+	ibv_wr_send(x());
+	ibv_wr_set_ud_addr(x(), &a.ibv_ah, 1, 2);
+	ibv_wr_send(x());
+	EXPECT_EQ(ibv_wr_complete(x()), EINVAL);
+	EXPECT_EQ(f.sq.producer(), 0U);
 
-	/* A null AH too. */
-	ibv_wr_start(x);
-	ibv_wr_send(x);
-	ibv_wr_set_ud_addr(x, nullptr, 1, 2);
-	EXPECT_EQ(ibv_wr_complete(x), EINVAL);
+	/* A null AH. */
+	ibv_wr_start(x());
+	ibv_wr_send(x());
+	ibv_wr_set_ud_addr(x(), nullptr, 1, 2);
+	EXPECT_EQ(ibv_wr_complete(x()), EINVAL);
+
+	/* An AH of another device. */
+	ibv_context other{};
+	sroce::ah foreign{};
+	foreign.ibv_ah.context = &other;
+	ibv_wr_start(x());
+	ibv_wr_send(x());
+	ibv_wr_set_ud_addr(x(), &foreign.ibv_ah, 1, 2);
+	EXPECT_EQ(ibv_wr_complete(x()), EINVAL);
+
+	/* The last WR of the batch without an address. */
+	ibv_wr_start(x());
+	ibv_wr_send(x());
+	EXPECT_EQ(ibv_wr_complete(x()), EINVAL);
+	EXPECT_EQ(f.sq.producer(), 0U);
+	EXPECT_EQ(doorbells.load(), 0);
 }
 
 } // namespace

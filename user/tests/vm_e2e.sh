@@ -6,7 +6,8 @@
 #   tools/vm/run --timeout 300 -- user/tests/vm_e2e.sh [BUILD_DIR]
 # Creates sroce0 on a dummy netdev, runs ibv_rc_pingpong in its variants
 # (busy poll, completion events, the wr_* API with -N, sizes around the
-# inline limit and above the MTU) and then sroce_e2e. Exit 0 if all passed.
+# inline limit and above the MTU), then sroce_e2e (RC) and sroce_e2e_ud (UD).
+# Exit 0 if all passed.
 set -u
 
 root=${SROCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -56,6 +57,13 @@ if "$build/tests/sroce_e2e" sroce0; then
 	echo "PASS sroce_e2e"
 else
 	echo "FAIL sroce_e2e"
+	fail=1
+fi
+
+if "$build/tests/sroce_e2e_ud" sroce0 1; then
+	echo "PASS sroce_e2e_ud"
+else
+	echo "FAIL sroce_e2e_ud"
 	fail=1
 fi
 

@@ -114,7 +114,7 @@ struct sroce_create_qp_resp {
  * WQE, so a stale or forged number only fails that WQE.
  */
 struct sroce_create_ah_resp {
-	__u32 ah_num;
+	__u32 ah_num;			/* never 0 */
 	__u32 reserved;
 };
 
@@ -122,6 +122,17 @@ struct sroce_create_srq_resp {
 	struct sroce_mmap_info mi;
 	__u32 srq_num;
 	__u32 reserved;
+};
+
+/*
+ * Driver data of modify_srq (ibv_cmd_modify_srq's command tail). For a resize
+ * (IBV_SRQ_MAX_WR) the kernel moves the posted WQEs to a new ring and writes
+ * its struct sroce_mmap_info to the user address mi_addr; the provider maps
+ * the new ring and unmaps the old one. mi_addr may be 0 when max_wr is not
+ * being changed.
+ */
+struct sroce_modify_srq_cmd {
+	__aligned_u64 mi_addr;
 };
 
 /*

@@ -44,6 +44,7 @@ struct sroce_dev {
 	atomic_t num_cq;
 	atomic_t num_qp;
 	atomic_t num_ah;
+	atomic_t num_srq;
 
 	/* Memory regions by key index (see sroce_mr.h). */
 	struct xarray mr_xa;

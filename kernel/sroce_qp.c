@@ -16,6 +16,7 @@
 #include "sroce_cq.h"
 #include "sroce_param.h"
 #include "sroce_qp.h"
+#include "sroce_srq.h"
 #include "sroce_transport.h"
 #include "proto/sroce_udp.h"
 
@@ -77,8 +78,6 @@ static int sroce_qp_check_cap(struct ib_qp_init_attr *init,
 	default:
 		return -EOPNOTSUPP;
 	}
-	if (init->srq)
-		return -EOPNOTSUPP;
 	if (init->create_flags)
 		return -EOPNOTSUPP;
 	return 0;
@@ -142,6 +141,13 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		err = -ENOMEM;
 		goto err_sq;
 	}
+	qp->srq = to_ssrq(init->srq);
+	if (qp->srq) {
+		/* Receives come from the SRQ: a token RQ, never mapped. */
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+		qp->max_recv_sge = qp->srq->max_sge;
+	}
 	err = sroce_queue_init(&qp->rq, max_t(u32, cap->max_recv_wr, 1),
 			       sroce_rq_slot_size(qp->max_recv_sge));
 	if (err)
@@ -154,16 +160,16 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	/* What the queues really hold goes back to the caller. */
 	cap->max_send_wr = qp->sq.num_slots;
-	cap->max_recv_wr = qp->rq.num_slots;
+	cap->max_recv_wr = qp->srq ? 0 : qp->rq.num_slots;
 	cap->max_send_sge = qp->max_send_sge;
-	cap->max_recv_sge = qp->max_recv_sge;
+	cap->max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
 	cap->max_inline_data = sroce_queue_slot_size(&qp->sq) -
 			       SROCE_SEND_WQE_HDR_SIZE;
 	qp->max_inline = cap->max_inline_data;
 
 	if (udata) {
 		err = sroce_queue_map(&qp->sq, sroce_uctx(udata), &resp.sq_mi);
-		if (!err)
+		if (!err && !qp->srq)
 			err = sroce_queue_map(&qp->rq, sroce_uctx(udata),
 					      &resp.rq_mi);
 		if (err)
@@ -264,6 +270,19 @@ static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 	if (mask & IB_QP_ALT_PATH)
 		return -EOPNOTSUPP;
 	return 0;
+}
+
+/* Dispatch an affiliated async event (SROCE_NO_EVENT: none). */
+static void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type event)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = event,
+	};
+
+	if (event != SROCE_NO_EVENT && qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 }
 
 /*
@@ -371,6 +390,8 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			sroce_qp_mark_error(qp, next == IB_QPS_ERR);
 		if (next == IB_QPS_ERR)
 			sroce_qp_flush(qp);
+		if (next == IB_QPS_ERR && cur != IB_QPS_ERR && qp->srq)
+			sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 		else if (next == IB_QPS_RTS)
 			sroce_req_kick(qp, false);
 	}
@@ -389,9 +410,9 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	spin_unlock_bh(&qp->state_lock);
 
 	attr->cap.max_send_wr = qp->sq.num_slots;
-	attr->cap.max_recv_wr = qp->rq.num_slots;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.num_slots;
 	attr->cap.max_send_sge = qp->max_send_sge;
-	attr->cap.max_recv_sge = qp->max_recv_sge;
+	attr->cap.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;
 	attr->sq_draining = 0;
 
@@ -399,6 +420,7 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
 	init->qp_type = ibqp->qp_type;
+	init->srq = ibqp->srq;
 	init->cap = attr->cap;
 	init->sq_sig_type = IB_SIGNAL_REQ_WR;
 	return 0;
@@ -433,16 +455,10 @@ void sroce_qp_async_error(struct sroce_qp *qp, enum ib_event_type event)
 	if (!changed)
 		return;
 	sroce_qp_mark_error(qp, true);
-	if (event != SROCE_NO_EVENT && qp->ibqp.event_handler) {
-		struct ib_event ev = {
-			.device = qp->ibqp.device,
-			.element.qp = &qp->ibqp,
-			.event = event,
-		};
-
-		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
-	}
+	sroce_qp_event(qp, event);
 	sroce_qp_flush(qp);
+	if (qp->srq)
+		sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
 
 void sroce_qp_fatal(struct sroce_qp *qp)
@@ -610,8 +626,10 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
-	if (qp->is_user)
-		return -EOPNOTSUPP;
+	if (qp->is_user || qp->srq) {
+		*bad_wr = wr;
+		return qp->srq ? -EINVAL : -EOPNOTSUPP;
+	}
 
 	spin_lock_irqsave(&qp->rq_post_lock, flags);
 	for (; wr; wr = wr->next) {

@@ -36,6 +36,7 @@
 struct sroce_dev;
 struct sroce_cq;
 struct sroce_mr;
+struct sroce_srq;
 
 /* Where packets go: the addresses and IP header fields of a path. */
 struct sroce_path {
@@ -151,7 +152,8 @@ struct sroce_qp {
 
 	/* receive side */
 	spinlock_t resp_lock;
-	struct sroce_queue rq;
+	struct sroce_queue rq;		/* unused (1 slot) with an SRQ */
+	struct sroce_srq *srq;
 	u32 max_recv_sge;
 	spinlock_t rq_post_lock;	/* kernel post_recv producers */
 	struct work_struct resp_work;	/* streams long READs */
@@ -163,6 +165,7 @@ struct sroce_qp {
 		bool in_write;		/* inside a multi-packet WRITE */
 		bool uc_drop;		/* UC: dropping until a FIRST/ONLY */
 		u8 *rwqe;		/* current receive WQE copy */
+		bool rwqe_held;		/* rwqe taken, not yet completed */
 		u32 rwqe_offset;	/* bytes of the SEND placed so far */
 		u64 write_va;
 		u32 write_rkey;

@@ -19,6 +19,7 @@
 #include "sroce_mr.h"
 #include "sroce_param.h"
 #include "sroce_qp.h"
+#include "sroce_srq.h"
 #include "sroce_stats.h"
 #include "sroce_transport.h"
 #include "proto/sroce_aeth.h"
@@ -76,6 +77,7 @@ void sroce_resp_reset(struct sroce_qp *qp)
 	qp->resp.in_send = false;
 	qp->resp.in_write = false;
 	qp->resp.uc_drop = false;
+	qp->resp.rwqe_held = false;
 	if (qp->resp.res)
 		memset(qp->resp.res, 0, qp->resp.nres * sizeof(*qp->resp.res));
 	qp->resp.res_head = 0;
@@ -127,8 +129,11 @@ static void sroce_resp_post_cqe(struct sroce_qp *qp, struct sroce_cqe *cqe,
 				bool solicited)
 {
 	cqe->wr_id = ((struct sroce_recv_wqe *)qp->resp.rwqe)->wr_id;
-	qp->rq.kidx++;
-	sroce_queue_publish_consumer(&qp->rq);
+	if (!qp->srq) {
+		qp->rq.kidx++;
+		sroce_queue_publish_consumer(&qp->rq);
+	}
+	qp->resp.rwqe_held = false;
 	qp->resp.in_send = false;
 	sroce_cq_post(qp->rcq, cqe, &qp->ibqp, solicited);
 }
@@ -163,9 +168,23 @@ static int sroce_resp_get_rwqe(struct sroce_qp *qp)
 {
 	struct sroce_recv_wqe *rw = (void *)qp->resp.rwqe;
 	const struct sroce_recv_wqe *src;
-	int n = sroce_queue_count_produced(&qp->rq);
 	u32 slot = sroce_queue_slot_size(&qp->rq);
+	int n;
 
+	/* A WQE taken by a message that was abandoned (UC) is reused. */
+	if (qp->resp.rwqe_held) {
+		qp->resp.rwqe_offset = 0;
+		return 1;
+	}
+	if (qp->srq) {
+		n = sroce_srq_take(qp->srq, rw);
+		if (n > 0) {
+			qp->resp.rwqe_held = true;
+			qp->resp.rwqe_offset = 0;
+		}
+		return n;
+	}
+	n = sroce_queue_count_produced(&qp->rq);
 	if (n < 0)
 		return -EIO;
 	if (!n)
@@ -177,6 +196,7 @@ static int sroce_resp_get_rwqe(struct sroce_qp *qp)
 		return -EIO;
 	memcpy(rw + 1, src + 1, rw->num_sge * sizeof(struct sroce_sge));
 	qp->resp.rwqe_offset = 0;
+	qp->resp.rwqe_held = true;
 	return 1;
 }
 
@@ -856,7 +876,14 @@ void sroce_resp_work(struct work_struct *work)
 void sroce_resp_flush(struct sroce_qp *qp)
 {
 	spin_lock_bh(&qp->resp_lock);
-	if (qp->rq.hdr) {
+	if (qp->srq) {
+		/* Only the WQE this QP took; the rest belong to the SRQ. */
+		if (qp->resp.rwqe_held)
+			sroce_resp_complete_recv(qp, IB_WC_WR_FLUSH_ERR,
+						 IB_WC_RECV, 0, 0, 0, false);
+		qp->resp.in_send = false;
+		qp->resp.in_write = false;
+	} else if (qp->rq.hdr) {
 		int n = sroce_queue_count_produced(&qp->rq);
 
 		while (n-- > 0) {

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce shared receive queues: create/modify/query/destroy, resize, the
+ * limit event, kernel post_srq_recv, and taking WQEs for the responders.
+ */
+
+#include <linux/slab.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "sroce.h"
+#include "sroce_param.h"
+#include "sroce_srq.h"
+
+static u32 sroce_srq_slot_size(u32 max_sge)
+{
+	return sizeof(struct sroce_recv_wqe) +
+	       max_sge * sizeof(struct sroce_sge);
+}
+
+/**
+ * sroce_srq_take - move the next WQE of @srq into a QP's @rwqe buffer
+ * @srq: the SRQ
+ * @rwqe: the QP's buffer, slot-sized for the SRQ (max_sge SGEs)
+ *
+ * Any context. Return: 1 if a WQE was taken, 0 if the SRQ is empty, -EIO if
+ * the ring or the WQE is corrupt.
+ */
+int sroce_srq_take(struct sroce_srq *srq, void *rwqe)
+{
+	struct sroce_recv_wqe *rw = rwqe;
+	const struct sroce_recv_wqe *src;
+	bool fire = false;
+	unsigned long flags;
+	int n, ret = 1;
+
+	spin_lock_irqsave(&srq->lock, flags);
+	n = sroce_queue_count_produced(&srq->q);
+	if (n <= 0) {
+		ret = n < 0 ? -EIO : 0;
+		goto out;
+	}
+	src = sroce_queue_slot(&srq->q, srq->q.kidx);
+	memcpy(rw, src, sizeof(*rw));
+	if (rw->num_sge > srq->max_sge) {
+		ret = -EIO;
+		goto out;
+	}
+	memcpy(rw + 1, src + 1, rw->num_sge * sizeof(struct sroce_sge));
+	srq->q.kidx++;
+	sroce_queue_publish_consumer(&srq->q);
+	/* IBTA: the event fires once when fewer than srq_limit remain. */
+	if (srq->limit && n - 1 < srq->limit) {
+		srq->limit = 0;
+		fire = true;
+	}
+out:
+	spin_unlock_irqrestore(&srq->lock, flags);
+	if (fire && srq->ibsrq.event_handler) {
+		struct ib_event ev = {
+			.device = srq->ibsrq.device,
+			.element.srq = &srq->ibsrq,
+			.event = IB_EVENT_SRQ_LIMIT_REACHED,
+		};
+
+		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+	}
+	return ret;
+}
+
+int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibsrq->device);
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+	struct sroce_create_srq_resp resp = {};
+	struct ib_srq_attr *attr = &init->attr;
+	int err;
+
+	if (init->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (!attr->max_wr || attr->max_wr > SROCE_MAX_SRQ_WR ||
+	    attr->max_sge > SROCE_MAX_SRQ_SGE)
+		return -EINVAL;
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+	if (atomic_inc_return(&sdev->num_srq) > SROCE_MAX_SRQ) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	spin_lock_init(&srq->lock);
+	spin_lock_init(&srq->post_lock);
+	srq->max_sge = max_t(u32, attr->max_sge, 1);
+	srq->is_user = !!udata;
+	err = sroce_queue_init(&srq->q, attr->max_wr,
+			       sroce_srq_slot_size(srq->max_sge));
+	if (err)
+		goto err_count;
+	attr->max_wr = srq->q.num_slots;
+	attr->max_sge = srq->max_sge;
+	if (udata) {
+		err = sroce_queue_map(&srq->q, sroce_uctx(udata), &resp.mi);
+		if (err)
+			goto err_queue;
+		resp.srq_num = 0;
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_queue;
+	}
+	return 0;
+
+err_queue:
+	sroce_queue_cleanup(&srq->q);
+err_count:
+	atomic_dec(&sdev->num_srq);
+	return err;
+}
+
+/* Move the posted WQEs to a ring of @max_wr slots. */
+static int sroce_srq_resize(struct sroce_srq *srq, u32 max_wr,
+			    struct ib_udata *udata)
+{
+	struct sroce_modify_srq_cmd cmd = {};
+	struct sroce_mmap_info mi = {};
+	struct sroce_queue nq;
+	unsigned long flags;
+	u32 i, n, slot;
+	int err;
+
+	if (!max_wr || max_wr > SROCE_MAX_SRQ_WR)
+		return -EINVAL;
+	if (udata) {
+		err = ib_copy_from_udata(&cmd, udata,
+					 min(udata->inlen, sizeof(cmd)));
+		if (err)
+			return err;
+		if (!cmd.mi_addr)
+			return -EINVAL;
+	}
+	err = sroce_queue_init(&nq, max_wr, sroce_queue_slot_size(&srq->q));
+	if (err)
+		return err;
+	if (udata) {
+		err = sroce_queue_map(&nq, sroce_uctx(udata), &mi);
+		if (err)
+			goto out;
+	}
+
+	/* Kernel producers and the consumers both stay out meanwhile. */
+	spin_lock_irqsave(&srq->post_lock, flags);
+	spin_lock(&srq->lock);
+	n = sroce_queue_count_produced(&srq->q);
+	if ((int)n < 0 || n > nq.num_slots) {
+		spin_unlock(&srq->lock);
+		spin_unlock_irqrestore(&srq->post_lock, flags);
+		err = (int)n < 0 ? -EIO : -EINVAL;
+		goto out;
+	}
+	slot = sroce_queue_slot_size(&srq->q);
+	for (i = 0; i < n; i++)
+		memcpy(sroce_queue_slot(&nq, i),
+		       sroce_queue_slot(&srq->q, srq->q.kidx + i), slot);
+	nq.kidx = 0;
+	nq.hdr->producer = n;
+	nq.hdr->consumer = 0;
+	swap(srq->q, nq);
+	spin_unlock(&srq->lock);
+	spin_unlock_irqrestore(&srq->post_lock, flags);
+
+	if (udata &&
+	    copy_to_user(u64_to_user_ptr(cmd.mi_addr), &mi, sizeof(mi)))
+		err = -EFAULT;	/* resized; only the reply was lost */
+out:
+	sroce_queue_cleanup(&nq);
+	return err;
+}
+
+int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+	unsigned long flags;
+	int err;
+
+	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
+		return -EINVAL;
+	if (mask & IB_SRQ_MAX_WR) {
+		err = sroce_srq_resize(srq, attr->max_wr, udata);
+		if (err)
+			return err;
+	}
+	if (mask & IB_SRQ_LIMIT) {
+		if (attr->srq_limit > srq->q.num_slots)
+			return -EINVAL;
+		spin_lock_irqsave(&srq->lock, flags);
+		srq->limit = attr->srq_limit;
+		spin_unlock_irqrestore(&srq->lock, flags);
+	}
+	return 0;
+}
+
+int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+
+	attr->max_wr = srq->q.num_slots;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = READ_ONCE(srq->limit);
+	return 0;
+}
+
+int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+
+	/* The core refuses while QPs are attached (usecnt). */
+	sroce_queue_cleanup(&srq->q);
+	atomic_dec(&to_sdev(ibsrq->device)->num_srq);
+	return 0;
+}
+
+int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+	unsigned long flags;
+	int err = 0;
+
+	if (srq->is_user) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	spin_lock_irqsave(&srq->post_lock, flags);
+	for (; wr; wr = wr->next) {
+		u32 prod = srq->q.hdr->producer;
+		struct sroce_recv_wqe *w;
+		struct sroce_sge *sge;
+		u32 i;
+
+		if (prod - READ_ONCE(srq->q.hdr->consumer) >= srq->q.num_slots)
+			err = -ENOMEM;
+		else if (wr->num_sge > srq->max_sge)
+			err = -EINVAL;
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		w = sroce_queue_slot(&srq->q, prod);
+		w->wr_id = wr->wr_id;
+		w->num_sge = wr->num_sge;
+		w->reserved = 0;
+		sge = (void *)(w + 1);
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		/* Publish the WQE before a responder can see the index. */
+		smp_store_release(&srq->q.hdr->producer, prod + 1);
+	}
+	spin_unlock_irqrestore(&srq->post_lock, flags);
+	return err;
+}

@@ -57,6 +57,11 @@ struct sroce_dev {
 	struct xarray qp_xa;
 	u32 qp_next;
 
+	/* UD multicast groups (sroce_mcast.c): RCU list, mcg_lock writers. */
+	struct list_head mcg_list;
+	struct mutex mcg_lock;
+	u32 num_mcg;
+
 	/* Address handles by number (see sroce_ah.h); IRQ-safe lock. */
 	struct xarray ah_xa;
 	u32 ah_next;

@@ -18,6 +18,7 @@
 #include "sroce_mr.h"
 #include "sroce_param.h"
 #include "sroce_ah.h"
+#include "sroce_mcast.h"
 #include "sroce_qp.h"
 #include "sroce_srq.h"
 #include "sroce_stats.h"
@@ -307,6 +308,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
 	.alloc_mr = sroce_alloc_mr,
 	.alloc_pd = sroce_alloc_pd,
+	.attach_mcast = sroce_attach_mcast,
 	.create_ah = sroce_create_ah,
 	.create_cq = sroce_create_cq,
 	.create_qp = sroce_create_qp,
@@ -322,6 +324,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.destroy_cq = sroce_destroy_cq,
 	.destroy_qp = sroce_destroy_qp,
 	.destroy_srq = sroce_destroy_srq,
+	.detach_mcast = sroce_detach_mcast,
 	.get_dma_mr = sroce_get_dma_mr,
 	.get_hw_stats = sroce_get_hw_stats,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
@@ -411,6 +414,8 @@ int sroce_dev_add(const char *ibdev_name, struct net_device *ndev)
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 	atomic_set(&sdev->num_ah, 0);
 	atomic_set(&sdev->num_srq, 0);
+	INIT_LIST_HEAD(&sdev->mcg_list);
+	mutex_init(&sdev->mcg_lock);
 
 	err = sroce_stats_init(sdev);
 	if (err)

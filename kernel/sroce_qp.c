@@ -15,6 +15,7 @@
 #include "sroce_ah.h"
 #include "sroce_cq.h"
 #include "sroce_param.h"
+#include "sroce_mcast.h"
 #include "sroce_qp.h"
 #include "sroce_srq.h"
 #include "sroce_transport.h"
@@ -386,13 +387,24 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->state = next;
 		qp->attr.qp_state = next;
 		spin_unlock_bh(&qp->state_lock);
-		if (next == IB_QPS_ERR || next == IB_QPS_RESET)
+		if (next == IB_QPS_ERR || next == IB_QPS_RESET ||
+		    cur == IB_QPS_SQE)
 			sroce_qp_mark_error(qp, next == IB_QPS_ERR);
 		if (next == IB_QPS_ERR)
 			sroce_qp_flush(qp);
 		if (next == IB_QPS_ERR && cur != IB_QPS_ERR && qp->srq)
 			sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
-		else if (next == IB_QPS_RTS)
+		if (next == IB_QPS_SQD && cur != IB_QPS_SQD) {
+			bool drained;
+
+			spin_lock_bh(&qp->sq_lock);
+			qp->comp.sqd_notified = false;
+			drained = sroce_sqd_drained(qp);
+			spin_unlock_bh(&qp->sq_lock);
+			if (drained)
+				sroce_sqd_notify(qp);
+		}
+		if (next == IB_QPS_RTS)
 			sroce_req_kick(qp, false);
 	}
 	return 0;
@@ -466,6 +478,26 @@ void sroce_qp_fatal(struct sroce_qp *qp)
 	sroce_qp_async_error(qp, IB_EVENT_QP_FATAL);
 }
 
+/* UD/UC send error: the send queue stops (SQE) and is flushed. */
+void sroce_qp_sq_error(struct sroce_qp *qp)
+{
+	bool changed = false;
+
+	spin_lock_bh(&qp->state_lock);
+	if (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD) {
+		qp->state = IB_QPS_SQE;
+		qp->attr.qp_state = IB_QPS_SQE;
+		changed = true;
+	}
+	spin_unlock_bh(&qp->state_lock);
+	if (!changed)
+		return;
+	WRITE_ONCE(qp->sq.hdr->flags, SROCE_QUEUE_F_QP_ERR);
+	/* As in sroce_qp_mark_error(): the flag before the flush. */
+	smp_mb();
+	sroce_qp_flush_sq(qp);
+}
+
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct sroce_qp *qp = to_sqp(ibqp);
@@ -474,6 +506,13 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	/* Stop new packets from finding it, then everything that runs it. */
 	set_bit(SROCE_QPF_DYING, &qp->flags);
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+	sroce_mcast_detach_qp(qp);
+	/*
+	 * A receive path that found the QP before it was unpublished may
+	 * still be about to take a reference: wait for it to either get one
+	 * (drained below) or give up, before the core frees the QP.
+	 */
+	synchronize_rcu();
 	sroce_transport_stop(qp);
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->released);

@@ -146,6 +146,7 @@ struct sroce_qp {
 		u8 retry_cnt;
 		u8 rnr_retry;
 		bool rnr_wait;
+		bool sqd_notified;	/* IB_EVENT_SQ_DRAINED sent */
 		struct timer_list retrans_timer;
 		struct timer_list rnr_timer;
 	} comp;
@@ -209,6 +210,7 @@ void sroce_qp_put(struct sroce_qp *qp);
 void sroce_qp_error(struct sroce_qp *qp);
 void sroce_qp_async_error(struct sroce_qp *qp, enum ib_event_type event);
 void sroce_qp_fatal(struct sroce_qp *qp);
+void sroce_qp_sq_error(struct sroce_qp *qp);
 
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata);

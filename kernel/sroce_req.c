@@ -198,6 +198,19 @@ static enum ib_wc_opcode sroce_wc_opcode(u8 op)
 	}
 }
 
+/*
+ * A send WQE completed in error. RC: the QP goes to the error state. UD and
+ * UC: only the send queue does (SQE, IBTA 10.3.1); receives go on, and
+ * modify_qp(SQE -> RTS) resumes sending.
+ */
+static void sroce_req_fail(struct sroce_qp *qp)
+{
+	if (qp->ibqp.qp_type == IB_QPT_RC)
+		sroce_qp_error(qp);
+	else
+		sroce_qp_sq_error(qp);
+}
+
 /* Execute REG_MR or LOCAL_INV. Returns 0 or an ib_wc_status. */
 static int sroce_req_local_op(struct sroce_qp *qp,
 			      const struct sroce_send_wqe *w)
@@ -390,7 +403,7 @@ static void sroce_req_local_error(struct sroce_qp *qp, u32 idx, int status)
 		st->status = status;
 	}
 	spin_unlock_bh(&qp->sq_lock);
-	sroce_qp_error(qp);
+	sroce_req_fail(qp);
 }
 
 /* A UD QP's route cache follows the destination of the WQE being sent. */
@@ -443,7 +456,7 @@ static int sroce_req_ud_one(struct sroce_qp *qp)
 		err = sroce_comp_retire(qp);
 		spin_unlock_bh(&qp->sq_lock);
 		if (err)
-			sroce_qp_error(qp);
+			sroce_req_fail(qp);
 		return 1;
 	}
 	dest = qp->ud_dest[idx & (qp->sq.num_slots - 1)];
@@ -490,7 +503,7 @@ done:
 	err = sroce_comp_retire(qp);
 	spin_unlock_bh(&qp->sq_lock);
 	if (err)
-		sroce_qp_error(qp);
+		sroce_req_fail(qp);
 	return 1;
 }
 
@@ -511,7 +524,10 @@ static int sroce_req_one(struct sroce_qp *qp)
 	if (sroce_qp_is_ud(qp))
 		return sroce_req_ud_one(qp);
 	spin_lock_bh(&qp->sq_lock);
-	if (READ_ONCE(qp->state) != IB_QPS_RTS || qp->comp.rnr_wait) {
+	/* SQD: no new WQE starts, the message in progress completes. */
+	if ((READ_ONCE(qp->state) != IB_QPS_RTS &&
+	     !(READ_ONCE(qp->state) == IB_QPS_SQD && qp->req.offset)) ||
+	    qp->comp.rnr_wait) {
 		spin_unlock_bh(&qp->sq_lock);
 		return 0;
 	}
@@ -535,7 +551,7 @@ static int sroce_req_one(struct sroce_qp *qp)
 		err = sroce_comp_retire(qp);
 		spin_unlock_bh(&qp->sq_lock);
 		if (err)
-			sroce_qp_error(qp);
+			sroce_req_fail(qp);
 		return 1;
 	}
 	uc = qp->ibqp.qp_type == IB_QPT_UC;
@@ -565,7 +581,7 @@ static int sroce_req_one(struct sroce_qp *qp)
 		err = sroce_comp_retire(qp);
 		spin_unlock_bh(&qp->sq_lock);
 		if (err)
-			sroce_qp_error(qp);
+			sroce_req_fail(qp);
 		return 1;
 	}
 
@@ -671,7 +687,7 @@ static int sroce_req_one(struct sroce_qp *qp)
 		err = sroce_comp_retire(qp);
 		spin_unlock_bh(&qp->sq_lock);
 		if (err)
-			sroce_qp_error(qp);
+			sroce_req_fail(qp);
 	}
 	return 1;
 }
@@ -729,6 +745,10 @@ void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline)
 		return;
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		sroce_qp_flush(qp);
+		return;
+	}
+	if (READ_ONCE(qp->state) == IB_QPS_SQE) {
+		sroce_qp_flush_sq(qp);
 		return;
 	}
 	if (may_run_inline && !in_interrupt())
@@ -957,12 +977,38 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 }
 
 /*
+ * SQD: true once (per entry to SQD) when nothing is outstanding any more
+ * and the consumer asked for IB_EVENT_SQ_DRAINED. sq_lock held.
+ */
+bool sroce_sqd_drained(struct sroce_qp *qp)
+{
+	if (READ_ONCE(qp->state) != IB_QPS_SQD || qp->comp.sqd_notified ||
+	    !qp->attr.en_sqd_async_notify || qp->req.offset ||
+	    qp->comp.idx != qp->req.cur || qp->comp.psn != qp->req.psn)
+		return false;
+	qp->comp.sqd_notified = true;
+	return true;
+}
+
+void sroce_sqd_notify(struct sroce_qp *qp)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = IB_EVENT_SQ_DRAINED,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/*
  * sroce_comp_rcv - handle a response packet (softirq)
  */
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload)
 {
-	bool fatal = false, retry = false, err, kick;
+	bool fatal = false, retry = false, err, kick, drained;
 	enum ib_qp_state state = READ_ONCE(qp->state);
 
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD) {
@@ -1008,12 +1054,15 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	 */
 	kick = qp->req.cur != qp->req.fetched ||
 	       READ_ONCE(qp->sq.hdr->producer) != qp->sq.kidx;
+	drained = !err && sroce_sqd_drained(qp);
 	spin_unlock_bh(&qp->sq_lock);
 
 	if (err)
 		sroce_qp_error(qp);
 	else if (kick)
 		sroce_req_kick(qp, false);
+	if (drained)
+		sroce_sqd_notify(qp);
 }
 
 static void sroce_retrans_timeout(struct timer_list *t)
@@ -1067,6 +1116,13 @@ static void sroce_rnr_timeout(struct timer_list *t)
  */
 void sroce_qp_flush(struct sroce_qp *qp)
 {
+	sroce_qp_flush_sq(qp);
+	sroce_resp_flush(qp);
+}
+
+/* Complete the send queue's outstanding WQEs with WR_FLUSH_ERR. */
+void sroce_qp_flush_sq(struct sroce_qp *qp)
+{
 	int n;
 
 	spin_lock_bh(&qp->sq_lock);
@@ -1088,8 +1144,6 @@ void sroce_qp_flush(struct sroce_qp *qp)
 	qp->req.cur = qp->comp.idx;
 	qp->req.offset = 0;
 	spin_unlock_bh(&qp->sq_lock);
-
-	sroce_resp_flush(qp);
 }
 
 void sroce_transport_init_qp(struct sroce_qp *qp)

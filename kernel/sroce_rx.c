@@ -16,6 +16,7 @@
 #include <net/ipv6.h>
 
 #include "sroce.h"
+#include "sroce_mcast.h"
 #include "sroce_qp.h"
 #include "sroce_stats.h"
 #include "sroce_transport.h"
@@ -72,6 +73,14 @@ static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 	}
 	if (!sroce_rx_pkey_ok(pkt->bth.pkey)) {
 		sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_PKEY);
+		return;
+	}
+	if (pkt->bth.dqpn == SROCE_QPN_MASK) {
+		/* The multicast QPN: UD SENDs only. */
+		if (pkt->info->qpts & SROCE_QPT_UD)
+			sroce_mcast_rcv(sdev, skb, pkt, payload);
+		else
+			sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_OPCODE);
 		return;
 	}
 	qp = sroce_qp_get(sdev, pkt->bth.dqpn);

@@ -33,7 +33,10 @@ void sroce_transport_init_qp(struct sroce_qp *qp);
 void sroce_transport_reset(struct sroce_qp *qp);
 void sroce_transport_stop(struct sroce_qp *qp);
 void sroce_qp_flush(struct sroce_qp *qp);
+void sroce_qp_flush_sq(struct sroce_qp *qp);
 void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline);
+bool sroce_sqd_drained(struct sroce_qp *qp);
+void sroce_sqd_notify(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload);
 

@@ -27,9 +27,9 @@ CHECKPATCH ?= $(firstword $(wildcard $(BUILD)/linux-source-6.1/scripts/checkpatc
 export KVER
 
 .PHONY: all deps deps-check kernel user test test-host test-vm check check-kernel \
-	check-user demo install clean proto-test fuzz verbs-tests bench
+	check-user demo install clean proto-test fuzz verbs-tests bench kverbs-test
 
-all: kernel user verbs-tests
+all: kernel user verbs-tests kverbs-test
 
 deps:
 	$(ROOT)/tools/deps.sh
@@ -40,6 +40,11 @@ deps-check:
 kernel: deps-check
 	@test -d "$(KDIR)" || { echo "no kernel build tree at $(KDIR); run 'make deps' (or set KVER/KDIR)" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(ROOT)/kernel $(if $(filter 1,$(WERROR)),SROCE_WERROR=1) W=1 modules
+
+# Kernel-verbs test module (selftests/kverbs), loaded by selftests/rc_kverbs.sh.
+kverbs-test: deps-check
+	@test -d "$(KDIR)" || { echo "no kernel build tree at $(KDIR); run 'make deps' (or set KVER/KDIR)" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(ROOT)/selftests/kverbs $(if $(filter 1,$(WERROR)),KVT_WERROR=1) W=1 modules
 
 user: deps-check
 	cmake -S $(ROOT)/user -B $(USER_BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE) \
@@ -104,4 +109,5 @@ install: all
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(ROOT)/kernel clean
+	-$(MAKE) -C $(KDIR) M=$(ROOT)/selftests/kverbs clean
 	rm -rf $(BUILD)

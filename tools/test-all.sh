@@ -70,7 +70,8 @@ tools/vm/test/harness-selftest.sh 2>&1 | tee "$LOG/harness.log"
 add_counts harness "$LOG/harness.log" "${PIPESTATUS[0]}"
 
 echo "=== selftests in the guest ==="
-tools/vm/run --timeout "${VM_TIMEOUT:-2400}" -- selftests/run.sh ${TESTS:-} 2>&1 | tee "$LOG/selftests.log"
+# 4 GiB: rc_large registers two 1 GiB buffers (it skips with less memory).
+tools/vm/run --timeout "${VM_TIMEOUT:-2400}" --mem "${VM_MEM:-4G}" -- selftests/run.sh ${TESTS:-} 2>&1 | tee "$LOG/selftests.log"
 add_counts selftests "$LOG/selftests.log" "${PIPESTATUS[0]}"
 
 if [[ ${#failed_parts[@]} -gt 0 ]]; then

@@ -1,0 +1,117 @@
+#!/bin/bash
+# timeout: 720
+#
+# 1 GiB RC messages with tools/verbs-tests/rc_bigmsg: one RDMA WRITE, one
+# RDMA READ and one SEND of 1 GiB each (SGE lists of 4 entries cut at
+# unaligned places on the requester, and on the receiver for the SEND),
+# every byte checked, the guard pages around both buffers too.
+#
+# Topologies:
+#  - two sroce devices, one per namespace on the two ends of a veth pair,
+#    IPv4, path MTU 1024 (about a million packets per message);
+#  - one sroce device on a dummy with MTU 9000, both QPs on it (loopback),
+#    IPv6, path MTU 4096.
+# Then the same three operations with 64 MiB over the veth pair and a 4 ms
+# ACK timeout, so that timeouts (TCG guests stall for milliseconds) force
+# retransmissions in the middle of every message: go-back-N must resume
+# a message (a READ too) and count only retries without progress.
+#
+# A's first PSN is just below the 24-bit wrap, so the WRITE crosses it. Each
+# 1 GiB run takes 1-3 minutes in a TCG guest (20-90 MB/s per operation).
+#
+# rc_bigmsg registers two buffers of the message size: the guest needs about
+# 2.5 GiB free (tools/vm/run --mem 4G; tools/test-all.sh does that); with
+# less the test skips. SROCE_BIGMSG_SIZE=256M (K/M/G) shrinks the messages,
+# SROCE_SEED=N reproduces a run's patterns.
+export SR_TAG=rl # name prefix, see lib_sroce.sh
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+
+bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_bigmsg
+nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
+va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
+da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
+size=${SROCE_BIGMSG_SIZE:-1G}
+seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
+
+[[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
+sr_setup
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+
+# Memory: 2 x size registered (pinned), plus room for the rest of the guest.
+case $size in
+*G) bytes=$((${size%G} << 30)) ;;
+*M) bytes=$((${size%M} << 20)) ;;
+*K) bytes=$((${size%K} << 10)) ;;
+*) bytes=$size ;;
+esac
+avail_kb=$(awk '$1 == "MemAvailable:" {print $2}' /proc/meminfo)
+need_kb=$(((2 * bytes >> 10) + 262144))
+log "message size $size ($bytes bytes); MemAvailable ${avail_kb} kB, need ${need_kb} kB"
+((avail_kb >= need_kb)) ||
+	skip "needs $((need_kb >> 10)) MiB of free memory for two $size buffers, the guest has $((avail_kb >> 10)) MiB (tools/vm/run --mem 4G)"
+
+# --- topology ------------------------------------------------------------------
+
+ns_create "$nsa"
+ns_create "$nsb"
+ns_create "$nsl"
+veth_pair "$nsa" "$va" "$nsb" "$vb"
+check ip -n "$nsa" addr add 10.81.0.1/24 dev "$va"
+check ip -n "$nsb" addr add 10.81.0.2/24 dev "$vb"
+sr_dummy "$nsl" "$vl"
+check ip -n "$nsl" link set "$vl" mtu 9000
+check ip -n "$nsl" addr add fd82::1/64 dev "$vl" nodad
+
+sr_link_add "$nsa" "$da" "$va"
+sr_link_add "$nsb" "$db" "$vb"
+sr_link_add "$nsl" "$dl" "$vl"
+
+wait_gid() { # DEV ADDR
+	wait_for "sr_gid_index $1 $2" 10 || fail "$1 has no RoCE v2 GID for $2"
+}
+wait_gid "$da" 10.81.0.1
+wait_gid "$db" 10.81.0.2
+wait_gid "$dl" fd82::1
+
+# --- runs ------------------------------------------------------------------------
+
+# run_or_dump CMD...: run CMD; if it fails, log the devices' nonzero
+# counters (retransmissions, timeouts, drops tell what went wrong; they count
+# from device creation) and return its status.
+run_or_dump() {
+	local rc=0 d
+	log "+ $*"
+	"$@" || rc=$?
+	[[ $rc != 0 ]] || return 0
+	for d in "$da" "$db" "$dl"; do
+		log "$d counters: $(rdma statistic show link "$d/1" | tr ' ' '\n' |
+			awk 'NR > 2 && NR % 2 == 1 { k = $0 } NR > 2 && NR % 2 == 0 && $0 != 0 { printf "%s %s ", k, $0 }')"
+	done
+	log "FAILED: '$*' exited with $rc"
+	return "$rc"
+}
+
+# Every run runs; the test fails at the end if any did.
+failed=()
+n=0
+bigmsg() { # DESCRIPTION ARGS...
+	local what=$1 t0=$SECONDS
+	shift
+	n=$((n + 1))
+	log "### $what"
+	if ! run_or_dump timeout 330 "$bin" --seed $((seed + n)) --timeout 240 "$@"; then
+		failed+=("$what")
+	fi
+	log "($what: $((SECONDS - t0)) s)"
+}
+
+log "seed base $seed (SROCE_SEED=$seed reproduces this run)"
+bigmsg "two devices over veth, IPv4, path MTU 1024: WRITE, READ, SEND of $size" \
+	--dev-a "$da" --dev-b "$db" --mtu 1024 --size "$size"
+bigmsg "loopback on one device, IPv6, path MTU 4096: WRITE, READ, SEND of $size" \
+	--dev-a "$dl" --dev-b "$dl" --ipv6 --mtu 4096 --size "$size"
+bigmsg "two devices over veth, IPv4: WRITE, READ, SEND of 64M, ACK timeout 4 ms (retransmissions mid-message)" \
+	--dev-a "$da" --dev-b "$db" --mtu 1024 --size 64M --ack-timeout 10
+((${#failed[@]} == 0)) || fail "$(printf '%s; ' "${failed[@]}")"
+log "all rc_bigmsg runs passed"

@@ -1,0 +1,101 @@
+#!/bin/bash
+# timeout: 300
+#
+# Multi-threaded posting and polling with tools/verbs-tests/rc_mt: several
+# threads post SEND, SEND_WITH_IMM, RDMA WRITE and RDMA READ work requests
+# to one shared QP, several threads post receives to the peer's one RQ, and
+# several threads poll each shared CQ; every wr_id must complete exactly
+# once with success, every message arrive exactly once and intact, and each
+# thread's work requests complete in the order that thread posted them.
+# Three phases on the same QPs: ibv_post_send + ibv_poll_cq; ibv_wr_* (with
+# ibv_wr_abort) + ibv_start_poll/ibv_next_poll/ibv_end_poll; both mixed.
+#
+# Topologies: two sroce devices (veth between two namespaces), IPv4 and
+# IPv6; one device (loopback), IPv4.
+#
+# SROCE_SEED=N reproduces a run's plan (what each thread posts; the
+# interleaving of threads is not reproducible); SROCE_MSGS=N sets the work
+# requests per sender thread and phase (default sized for a TCG guest).
+export SR_TAG=rm # name prefix, see lib_sroce.sh
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+
+bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_mt
+nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
+va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
+da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
+msgs=${SROCE_MSGS:-2000}
+seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
+
+[[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
+sr_setup
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+
+# --- topology ------------------------------------------------------------------
+
+ns_create "$nsa"
+ns_create "$nsb"
+ns_create "$nsl"
+veth_pair "$nsa" "$va" "$nsb" "$vb"
+check ip -n "$nsa" addr add 10.83.0.1/24 dev "$va"
+check ip -n "$nsb" addr add 10.83.0.2/24 dev "$vb"
+check ip -n "$nsa" addr add fd83::1/64 dev "$va" nodad
+check ip -n "$nsb" addr add fd83::2/64 dev "$vb" nodad
+sr_dummy "$nsl" "$vl"
+check ip -n "$nsl" addr add 10.84.0.1/24 dev "$vl"
+
+sr_link_add "$nsa" "$da" "$va"
+sr_link_add "$nsb" "$db" "$vb"
+sr_link_add "$nsl" "$dl" "$vl"
+
+wait_gid() { # DEV ADDR
+	wait_for "sr_gid_index $1 $2" 10 || fail "$1 has no RoCE v2 GID for $2"
+}
+wait_gid "$da" 10.83.0.1
+wait_gid "$db" 10.83.0.2
+wait_gid "$da" fd83::1
+wait_gid "$db" fd83::2
+wait_gid "$dl" 10.84.0.1
+
+# --- runs ------------------------------------------------------------------------
+
+# run_or_dump CMD...: run CMD; if it fails, log the devices' nonzero
+# counters (retransmissions, timeouts, drops tell what went wrong; they count
+# from device creation) and return its status.
+run_or_dump() {
+	local rc=0 d
+	log "+ $*"
+	"$@" || rc=$?
+	[[ $rc != 0 ]] || return 0
+	for d in "$da" "$db" "$dl"; do
+		log "$d counters: $(rdma statistic show link "$d/1" | tr ' ' '\n' |
+			awk 'NR > 2 && NR % 2 == 1 { k = $0 } NR > 2 && NR % 2 == 0 && $0 != 0 { printf "%s %s ", k, $0 }')"
+	done
+	log "FAILED: '$*' exited with $rc"
+	return "$rc"
+}
+
+# Every run runs; the test fails at the end if any did.
+failed=()
+n=0
+mt() { # DESCRIPTION ARGS...
+	local what=$1 t0=$SECONDS
+	shift
+	n=$((n + 1))
+	log "### $what"
+	if ! run_or_dump timeout 200 "$bin" --seed $((seed + n)) --timeout 60 "$@"; then
+		failed+=("$what")
+	fi
+	log "($what: $((SECONDS - t0)) s)"
+}
+
+log "seed base $seed (SROCE_SEED=$seed reproduces this run's plan)"
+mt "two devices, IPv4: 4 senders, 4 receive posters, 3+3 pollers" \
+	--dev-a "$da" --dev-b "$db" --msgs "$msgs"
+mt "two devices, IPv6: 8 senders (2 WRs in flight each), 8 receive posters (4 each), 4+4 pollers" \
+	--dev-a "$da" --dev-b "$db" --ipv6 --threads 8 --depth 2 --recv-threads 8 --recv-depth 4 \
+	--pollers 4 --msgs $((msgs / 2))
+mt "loopback on one device, IPv4: 4 senders, 4 receive posters, 2+2 pollers, path MTU 256" \
+	--dev-a "$dl" --dev-b "$dl" --pollers 2 --mtu 256 --max-size 2K --msgs $((msgs / 2))
+((${#failed[@]} == 0)) || fail "$(printf '%s; ' "${failed[@]}")"
+log "all rc_mt runs passed"

@@ -20,6 +20,7 @@ CMAKE_BUILD_TYPE ?= RelWithDebInfo
 # Warnings are errors everywhere by default (CI and developers alike).
 WERROR ?= 1
 VM_TIMEOUT ?= 2400
+VM_MEM ?= 4G
 DESTDIR ?=
 PREFIX ?= /usr
 CHECKPATCH ?= $(firstword $(wildcard $(BUILD)/linux-source-6.1/scripts/checkpatch.pl) $(BUILD)/linux-source-6.1/scripts/checkpatch.pl)
@@ -75,7 +76,7 @@ fuzz:
 
 # Every selftest in one guest boot; the harness fails the run on any kernel splat.
 test-vm: all
-	$(ROOT)/tools/vm/run --timeout $(VM_TIMEOUT) -- selftests/run.sh $(TESTS)
+	$(ROOT)/tools/vm/run --timeout $(VM_TIMEOUT) --mem $(VM_MEM) -- selftests/run.sh $(TESTS)
 
 # One summary line at the end, over host and guest results together.
 test: all proto-test

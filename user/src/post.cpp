@@ -122,15 +122,21 @@ bool send_queue::attach(void *base, size_t len,
 bool recv_queue::attach(void *base, size_t len,
 			const struct ibv_qp_cap &cap) noexcept
 {
-	const size_t need = sizeof(sroce_recv_wqe) +
-			    size_t{cap.max_recv_sge} * sizeof(sroce_sge);
+	return attach(base, len, cap.max_recv_wr, cap.max_recv_sge);
+}
+
+bool recv_queue::attach(void *base, size_t len, uint32_t max_wr,
+			uint32_t sges) noexcept
+{
+	const size_t need =
+		sizeof(sroce_recv_wqe) + size_t{sges} * sizeof(sroce_sge);
 	const auto r = sroce::ring::attach(base, len, need);
 
-	if (!r || r->num_slots() < cap.max_recv_wr)
+	if (!r || r->num_slots() < max_wr)
 		return false;
 	const size_t room = r->slot_size() - sizeof(sroce_recv_wqe);
 	max_sge = static_cast<uint32_t>(
-		std::min<size_t>(cap.max_recv_sge, room / sizeof(sroce_sge)));
+		std::min<size_t>(sges, room / sizeof(sroce_sge)));
 	ring.emplace(*r);
 	return true;
 }
@@ -313,22 +319,13 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	return ret;
 }
 
-int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-	      struct ibv_recv_wr **bad_wr) noexcept
+int produce_recv(recv_queue &rq, struct ibv_recv_wr *&wr,
+		 uint32_t &posted) noexcept
 {
-	qp *q = to_qp(ibqp);
-	recv_queue &rq = q->rq;
-	std::unique_lock<spinlock> guard(rq.lock);
-	uint32_t n = 0;
-	int ret = 0;
-
-	if (!rq.ring) {
-		/* The QP receives through an SRQ (or has no RQ at all). */
-		*bad_wr = wr;
-		return EINVAL;
-	}
 	ring_producer &p = *rq.ring;
 	uint32_t room = p.free_slots();
+	uint32_t n = 0;
+	int ret = 0;
 
 	for (; wr; wr = wr->next) {
 		if (n == room) {
@@ -343,11 +340,27 @@ int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			break;
 		n++;
 	}
-	bool flush = false;
-	if (n) {
+	if (n)
 		p.publish(n);
-		flush = p.qp_in_error();
+	posted = n;
+	return ret;
+}
+
+int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+	      struct ibv_recv_wr **bad_wr) noexcept
+{
+	qp *q = to_qp(ibqp);
+	recv_queue &rq = q->rq;
+	std::unique_lock<spinlock> guard(rq.lock);
+	uint32_t n = 0;
+
+	if (!rq.ring) {
+		/* The QP receives through an SRQ (or has no RQ at all). */
+		*bad_wr = wr;
+		return EINVAL;
 	}
+	const int ret = produce_recv(rq, wr, n);
+	const bool flush = n && rq.ring->qp_in_error();
 	guard.unlock();
 	if (ret)
 		*bad_wr = wr;

@@ -150,6 +150,16 @@ int modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	      int attr_mask) noexcept;
 int destroy_qp(struct ibv_qp *ibqp) noexcept;
 
+/* srq.cpp */
+struct ibv_srq *create_srq(struct ibv_pd *pd,
+			   struct ibv_srq_init_attr *attr) noexcept;
+int modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+	       int attr_mask) noexcept;
+int query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr) noexcept;
+int destroy_srq(struct ibv_srq *ibsrq) noexcept;
+int post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr) noexcept;
+
 /* post.cpp */
 int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	      struct ibv_send_wr **bad_wr) noexcept;

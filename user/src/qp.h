@@ -101,6 +101,7 @@ struct send_queue {
 		    const struct ibv_qp_cap &cap) noexcept;
 };
 
+/* A QP's receive queue, and the ring of a shared receive queue (srq.h). */
 struct recv_queue {
 	spinlock lock;
 	mapping map;
@@ -109,6 +110,13 @@ struct recv_queue {
 
 	bool attach(void *base, size_t len,
 		    const struct ibv_qp_cap &cap) noexcept;
+	/*
+	 * Bind to the ring at base (len bytes), replacing any previous one,
+	 * if it holds max_wr WQEs of max_sge SGEs; false (and unchanged) if
+	 * the header the kernel wrote does not.
+	 */
+	bool attach(void *base, size_t len, uint32_t max_wr,
+		    uint32_t max_sge) noexcept;
 };
 
 struct qp {
@@ -141,6 +149,15 @@ int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
 		    void *slot) noexcept;
 int encode_recv_wqe(const recv_queue &rq, const struct ibv_recv_wr &wr,
 		    void *slot) noexcept;
+
+/*
+ * Encode the chain at wr into rq's ring (lock held, ring present) and
+ * publish what fit with one release store. Returns 0, ENOMEM (full) or
+ * EINVAL, with wr left at the first work request not posted; *posted is
+ * how many were.
+ */
+int produce_recv(recv_queue &rq, struct ibv_recv_wr *&wr,
+		 uint32_t &posted) noexcept;
 
 /* create_qp_ex: EOPNOTSUPP for what this provider cannot do. */
 int check_qp_init_attr(const struct ibv_qp_init_attr_ex &attr) noexcept;

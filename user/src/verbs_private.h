@@ -614,6 +614,7 @@ SROCE_ASSERT_SIZE(ibv_resize_cq, 24);
 SROCE_ASSERT_SIZE(ibv_create_srq, 40);
 SROCE_ASSERT_SIZE(ibv_create_xsrq, 56);
 SROCE_ASSERT_SIZE(ibv_modify_srq, 24);
+SROCE_ASSERT_SIZE(ibv_query_srq, 24);
 SROCE_ASSERT_SIZE(ibv_create_qp, 64);
 SROCE_ASSERT_SIZE(ibv_modify_qp, 120);
 SROCE_ASSERT_SIZE(ibv_post_send, 32);

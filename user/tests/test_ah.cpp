@@ -6,6 +6,7 @@
  */
 #include "provider.h"
 #include "util.h"
+#include "uverbs_pipe.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +21,7 @@ namespace
 {
 
 using namespace sroce;
+using sroce::test::uverbs_pipe;
 
 /* What the stand-in kernel saw and will answer. */
 struct fake_kernel {
@@ -166,37 +168,6 @@ TEST_F(CreateAh, FailedDestroyKeepsTheAh)
  * zero (no AH number: EPROTO) and both commands land in the pipe, where
  * the test reads what the kernel would have been asked.
  */
-struct uverbs_pipe {
-	c_ptr<verbs_context> vctx = c_zalloc<verbs_context>();
-	std::vector<uint64_t> priv = std::vector<uint64_t>(512, 0);
-	std::array<int, 2> fds{-1, -1};
-
-	uverbs_pipe()
-	{
-		EXPECT_EQ(pipe2(fds.data(), O_NONBLOCK | O_CLOEXEC), 0);
-		vctx->sz = sizeof(*vctx);
-		vctx->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
-		vctx->context.cmd_fd = fds[1];
-		/* libibverbs' private part: all zero = "use write()". */
-		vctx->priv = reinterpret_cast<verbs_ex_private *>(priv.data());
-	}
-	~uverbs_pipe()
-	{
-		close(fds[0]);
-		close(fds[1]);
-	}
-	uverbs_pipe(const uverbs_pipe &) = delete;
-	uverbs_pipe &operator=(const uverbs_pipe &) = delete;
-
-	std::vector<unsigned char> drain()
-	{
-		std::vector<unsigned char> out(4096);
-		const ssize_t n = read(fds[0], out.data(), out.size());
-		out.resize(n > 0 ? static_cast<size_t>(n) : 0);
-		return out;
-	}
-};
-
 TEST(CreateAhCommand, WhatTheKernelIsAsked)
 {
 	static_assert(sizeof(ib_uverbs_cmd_hdr) == 8);

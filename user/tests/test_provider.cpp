@@ -88,9 +88,15 @@ TEST(Provider, ContextOpsAreTheOnesWeImplement)
 	EXPECT_NE(o.post_recv, nullptr);
 	EXPECT_NE(o.create_ah, nullptr);
 	EXPECT_NE(o.destroy_ah, nullptr);
+	EXPECT_NE(o.create_srq, nullptr);
+	EXPECT_NE(o.modify_srq, nullptr);
+	EXPECT_NE(o.query_srq, nullptr);
+	EXPECT_NE(o.destroy_srq, nullptr);
+	EXPECT_NE(o.post_srq_recv, nullptr);
 	/* Not yet: libibverbs' EOPNOTSUPP defaults must stay in place. */
-	EXPECT_EQ(o.create_srq, nullptr);
-	EXPECT_EQ(o.post_srq_recv, nullptr);
+	EXPECT_EQ(o.create_srq_ex, nullptr); /* XRC and tag matching */
+	EXPECT_EQ(o.get_srq_num, nullptr);
+	EXPECT_EQ(o.post_srq_ops, nullptr);
 	EXPECT_EQ(o.alloc_mw, nullptr);
 	EXPECT_EQ(o.bind_mw, nullptr);
 	EXPECT_EQ(o.rereg_mr, nullptr);

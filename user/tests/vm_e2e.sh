@@ -6,7 +6,8 @@
 #   tools/vm/run --timeout 300 -- user/tests/vm_e2e.sh [BUILD_DIR]
 # Creates sroce0 on a dummy netdev, runs ibv_rc_pingpong in its variants
 # (busy poll, completion events, the wr_* API with -N, sizes around the
-# inline limit and above the MTU), then sroce_e2e (RC) and sroce_e2e_ud (UD).
+# inline limit and above the MTU), then sroce_e2e (RC), sroce_e2e_ud (UD) and
+# sroce_e2e_srq (shared receive queues).
 # Exit 0 if all passed.
 set -u
 
@@ -64,6 +65,13 @@ if "$build/tests/sroce_e2e_ud" sroce0 1; then
 	echo "PASS sroce_e2e_ud"
 else
 	echo "FAIL sroce_e2e_ud"
+	fail=1
+fi
+
+if "$build/tests/sroce_e2e_srq" sroce0 1; then
+	echo "PASS sroce_e2e_srq"
+else
+	echo "FAIL sroce_e2e_srq"
 	fail=1
 fi
 

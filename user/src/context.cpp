@@ -38,11 +38,25 @@ static_assert(offsetof(get_context_resp, drv) ==
  * Built by a constexpr function so the table is constant-initialized
  * without naming all 76 slots.
  */
+/*
+ * Memory windows are not implemented yet: say so for the two window types
+ * and reject anything else as invalid, as a provider with windows would.
+ */
+static struct ibv_mw *alloc_mw(struct ibv_pd * /*pd*/,
+			       enum ibv_mw_type type) noexcept
+{
+	errno = type == IBV_MW_TYPE_1 || type == IBV_MW_TYPE_2 ? EOPNOTSUPP
+							       : EINVAL;
+	return nullptr;
+}
+
 static constexpr struct verbs_context_ops make_context_ops() noexcept
 {
 	struct verbs_context_ops o = {};
 
+	o.alloc_mw = alloc_mw;
 	o.alloc_pd = alloc_pd;
+	o.attach_mcast = ibv_cmd_attach_mcast;
 	o.create_ah = create_ah;
 	o.create_cq = create_cq;
 	o.create_cq_ex = create_cq_ex;
@@ -55,6 +69,7 @@ static constexpr struct verbs_context_ops make_context_ops() noexcept
 	o.destroy_cq = destroy_cq;
 	o.destroy_qp = destroy_qp;
 	o.destroy_srq = destroy_srq;
+	o.detach_mcast = ibv_cmd_detach_mcast;
 	o.free_context = free_context;
 	o.modify_qp = modify_qp;
 	o.modify_srq = modify_srq;

@@ -274,7 +274,8 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	{
 		const std::lock_guard<spinlock> guard(sq.lock);
 
-		if (!sq.ring) {
+		/* IBTA C10-96: nothing is posted to the SQ before RTS. */
+		if (!sq.ring || ibqp->state < IBV_QPS_RTS) {
 			*bad_wr = wr;
 			return EINVAL;
 		}
@@ -354,8 +355,11 @@ int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	std::unique_lock<spinlock> guard(rq.lock);
 	uint32_t n = 0;
 
-	if (!rq.ring) {
-		/* The QP receives through an SRQ (or has no RQ at all). */
+	if (!rq.ring || ibqp->state == IBV_QPS_RESET) {
+		/*
+		 * The QP receives through an SRQ (or has no RQ at all), or
+		 * is in RESET, where the RQ cannot take work (IBTA C10-97).
+		 */
 		*bad_wr = wr;
 		return EINVAL;
 	}

@@ -323,7 +323,7 @@ void wr_start(struct ibv_qp_ex *x) noexcept
 
 	sq.lock.lock();
 	reset_state(sq);
-	if (!sq.ring)
+	if (!sq.ring || x->qp_base.state < IBV_QPS_RTS)
 		sq.wr_err = EINVAL;
 	else
 		sq.wr_free = sq.ring->free_slots();

@@ -133,6 +133,8 @@ struct fake_qp {
 		doorbell_result = 0;
 		q->vqp.qp.qp_type = type;
 		q->vqp.qp.qp_num = 0x11;
+		/* Posting needs RTS (libibverbs keeps ibv_qp.state). */
+		q->vqp.qp.state = IBV_QPS_RTS;
 		q->doorbell = counting_doorbell;
 		EXPECT_TRUE(q->sq.attach(sq.base(), sq.len(), cap));
 		if (with_rq) {

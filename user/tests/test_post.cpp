@@ -531,6 +531,30 @@ TEST_F(PostSend, DoorbellFailureIsReported)
 	EXPECT_EQ(doorbells.load(), 1);
 }
 
+TEST(PostState, SendBeforeRtsAndRecvInResetAreEinval)
+{
+	fake_qp f(IBV_QPT_RC, make_cap(8, 2, 0));
+	ibv_send_wr wr = make_wr(IBV_WR_SEND, 1);
+	ibv_send_wr *bad = nullptr;
+	ibv_recv_wr rwr = {};
+	ibv_recv_wr *rbad = nullptr;
+
+	for (auto st : {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR}) {
+		f.ibqp()->state = st;
+		bad = nullptr;
+		EXPECT_EQ(post_send(f.ibqp(), &wr, &bad), EINVAL);
+		EXPECT_EQ(bad, &wr);
+	}
+	f.ibqp()->state = IBV_QPS_RESET;
+	EXPECT_EQ(post_recv(f.ibqp(), &rwr, &rbad), EINVAL);
+	EXPECT_EQ(rbad, &rwr);
+	/* Receives may be posted from INIT on. */
+	f.ibqp()->state = IBV_QPS_INIT;
+	rbad = nullptr;
+	EXPECT_EQ(post_recv(f.ibqp(), &rwr, &rbad), 0);
+	EXPECT_EQ(doorbells.load(), 0);
+}
+
 TEST(PostSendNoSq, Einval)
 {
 	auto q = c_new<qp>();

@@ -97,8 +97,16 @@ TEST(Provider, ContextOpsAreTheOnesWeImplement)
 	EXPECT_EQ(o.create_srq_ex, nullptr); /* XRC and tag matching */
 	EXPECT_EQ(o.get_srq_num, nullptr);
 	EXPECT_EQ(o.post_srq_ops, nullptr);
-	EXPECT_EQ(o.alloc_mw, nullptr);
+	/* Windows: only the argument check exists yet (EOPNOTSUPP / EINVAL). */
+	ASSERT_NE(o.alloc_mw, nullptr);
+	errno = 0;
+	EXPECT_EQ(o.alloc_mw(nullptr, IBV_MW_TYPE_1), nullptr);
+	EXPECT_EQ(errno, EOPNOTSUPP);
+	EXPECT_EQ(o.alloc_mw(nullptr, static_cast<ibv_mw_type>(3)), nullptr);
+	EXPECT_EQ(errno, EINVAL);
 	EXPECT_EQ(o.bind_mw, nullptr);
+	EXPECT_NE(o.attach_mcast, nullptr);
+	EXPECT_NE(o.detach_mcast, nullptr);
 	EXPECT_EQ(o.rereg_mr, nullptr);
 }
 

@@ -41,6 +41,7 @@ static void sroce_init_attr(struct sroce_dev *sdev)
 	a->max_qp_wr = SROCE_MAX_QP_WR;
 	a->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 			      IB_DEVICE_MEM_MGT_EXTENSIONS |
+			      IB_DEVICE_SRQ_RESIZE |
 			      IB_DEVICE_SYS_IMAGE_GUID |
 			      IB_DEVICE_PORT_ACTIVE_EVENT;
 	a->kernel_cap_flags = IBK_ALLOW_USER_UNREG;

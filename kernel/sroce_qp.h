@@ -96,6 +96,7 @@ struct sroce_rd_res {
 	u32 rkey;
 	u32 len;
 	u32 sent;		/* READ: bytes sent */
+	u32 start;		/* READ: where this execution started */
 	u64 atomic_orig;	/* atomic: the result to replay */
 };
 

@@ -317,8 +317,22 @@ static void sroce_req_rewind(struct sroce_qp *qp)
 			continue;
 		if (idx == qp->req.cur && st->started) {
 			s32 d = sroce_psn_diff(qp->comp.psn, st->first_psn);
+			u32 len = sroce_wqe_len(w);
 
-			if (sroce_wqe_is_rd_atomic(w->opcode) || d <= 0) {
+			if (w->opcode == SROCE_WR_RDMA_READ && st->resid &&
+			    st->resid < len) {
+				/*
+				 * Part of the READ arrived (whole MTUs, in
+				 * order): ask for the rest only, from the
+				 * first missing response's PSN (IBTA C9-106),
+				 * or a lossy path may never let a long READ
+				 * through.
+				 */
+				qp->req.offset = len - st->resid;
+				qp->req.psn = sroce_psn_add(st->first_psn,
+							    qp->req.offset /
+							    qp->mtu);
+			} else if (sroce_wqe_is_rd_atomic(w->opcode) || d <= 0) {
 				qp->req.psn = st->first_psn;
 			} else {
 				qp->req.offset = d * qp->mtu;
@@ -555,7 +569,13 @@ static int sroce_req_one(struct sroce_qp *qp)
 		return 1;
 	}
 	uc = qp->ibqp.qp_type == IB_QPT_UC;
-	if (!uc && sroce_psn_diff(qp->req.psn, qp->comp.psn) >=
+	/*
+	 * The window. A resumed READ is exempt: its request is one packet,
+	 * and its own responses received so far sit between comp.psn (still
+	 * at its first PSN) and req.psn.
+	 */
+	if (!uc && !(w->opcode == SROCE_WR_RDMA_READ && qp->req.offset) &&
+	    sroce_psn_diff(qp->req.psn, qp->comp.psn) >=
 	    SROCE_MAX_INFLIGHT_PSNS) {
 		spin_unlock_bh(&qp->sq_lock);
 		return 0;
@@ -853,6 +873,8 @@ static void sroce_comp_read_resp(struct sroce_qp *qp,
 		return;
 	}
 	st->resid -= pkt->payload_len;
+	/* Progress: the retry budget is for timeouts in a row. */
+	qp->comp.retry_cnt = qp->attr.retry_cnt;
 	if (!st->resid) {
 		st->state = SROCE_WQE_DONE;
 		st->status = IB_WC_SUCCESS;

@@ -472,8 +472,24 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 		for (i = 0; i < qp->resp.nres; i++) {
 			struct sroce_rd_res *res = &qp->resp.res[i];
 
-			if (res->kind == SROCE_RES_FREE ||
-			    res->first_psn != pkt->bth.psn)
+			if (res->kind == SROCE_RES_FREE)
+				continue;
+			/* A READ may be re-requested from a PSN inside it. */
+			if (res->kind == SROCE_RES_READ &&
+			    pkt->info->kind == SROCE_KIND_READ_REQ &&
+			    sroce_psn_diff(pkt->bth.psn, res->first_psn) > 0 &&
+			    sroce_psn_diff(pkt->bth.psn, res->last_psn) <= 0) {
+				u32 skip = sroce_psn_diff(pkt->bth.psn,
+							  res->first_psn);
+
+				res->next_psn = pkt->bth.psn;
+				res->sent = min_t(u64, (u64)skip * qp->mtu,
+						  res->len);
+				res->start = res->sent;
+				sroce_resp_start_read(qp, res);
+				return;
+			}
+			if (res->first_psn != pkt->bth.psn)
 				continue;
 			if (res->kind == SROCE_RES_ATOMIC) {
 				sroce_resp_send_aeth(qp,
@@ -485,6 +501,7 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 				/* Re-execute the whole READ. */
 				res->next_psn = res->first_psn;
 				res->sent = 0;
+				res->start = 0;
 				sroce_resp_start_read(qp, res);
 			}
 			return;
@@ -768,7 +785,8 @@ static bool sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
 		u64 va;
 
 		len = min(r->len - off, qp->mtu);
-		first = off == 0;
+		/* A re-request from mid-READ is a new response sequence. */
+		first = off == r->start;
 		last = off + len >= r->len;
 		va = r->va + off;
 		tp.pkt.bth.opcode = first && last ? SROCE_OP_RC_READ_RESP_ONLY :

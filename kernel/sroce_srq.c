@@ -97,6 +97,9 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		goto err_count;
 	attr->max_wr = srq->q.num_slots;
 	attr->max_sge = srq->max_sge;
+	/* Irrelevant at creation per the verbs spec; honoured like rxe. */
+	if (attr->srq_limit && attr->srq_limit <= srq->q.num_slots)
+		srq->limit = attr->srq_limit;
 	if (udata) {
 		err = sroce_queue_map(&srq->q, sroce_uctx(udata), &resp.mi);
 		if (err)
@@ -143,6 +146,16 @@ static int sroce_srq_resize(struct sroce_srq *srq, u32 max_wr,
 		err = sroce_queue_map(&nq, sroce_uctx(udata), &mi);
 		if (err)
 			goto out;
+		/*
+		 * Tell user space where the new ring is before switching to
+		 * it: a resize whose reply is lost would leave the provider
+		 * posting into the old ring.
+		 */
+		if (copy_to_user(u64_to_user_ptr(cmd.mi_addr), &mi,
+				 sizeof(mi))) {
+			err = -EFAULT;
+			goto out;
+		}
 	}
 
 	/* Kernel producers and the consumers both stay out meanwhile. */
@@ -165,10 +178,6 @@ static int sroce_srq_resize(struct sroce_srq *srq, u32 max_wr,
 	swap(srq->q, nq);
 	spin_unlock(&srq->lock);
 	spin_unlock_irqrestore(&srq->post_lock, flags);
-
-	if (udata &&
-	    copy_to_user(u64_to_user_ptr(cmd.mi_addr), &mi, sizeof(mi)))
-		err = -EFAULT;	/* resized; only the reply was lost */
 out:
 	sroce_queue_cleanup(&nq);
 	return err;

@@ -243,10 +243,27 @@ static bool sroce_comp_retire(struct sroce_qp *qp)
 		struct sroce_wqe_st *st = sroce_wst(qp, qp->comp.idx);
 		struct sroce_send_wqe *w = sroce_sq_shadow(qp, qp->comp.idx);
 
+		bool signaled;
+
 		if (st->state != SROCE_WQE_DONE)
 			break;
-		if (st->status != IB_WC_SUCCESS || qp->sq_sig_all ||
-		    (w->flags & SROCE_SEND_SIGNALED)) {
+		if (st->status != IB_WC_SUCCESS && st->status != IB_WC_WR_FLUSH_ERR)
+			err = true;
+		if (sroce_wqe_is_rd_atomic(w->opcode) && qp->req.rd_atomic &&
+		    st->status == IB_WC_SUCCESS)
+			qp->req.rd_atomic--;
+		signaled = st->status != IB_WC_SUCCESS || qp->sq_sig_all ||
+			   (w->flags & SROCE_SEND_SIGNALED);
+		qp->comp.idx++;
+		/*
+		 * The ring slot is free (the kernel works from its shadow copy)
+		 * before the completion can be seen: a process that posts as
+		 * soon as it polls a CQE must find the room (IBTA: a completed
+		 * WQE's slot may be reused). The shadow stays valid: fetching
+		 * into it needs sq_lock, which the caller holds.
+		 */
+		smp_store_release(&qp->sq.hdr->consumer, qp->comp.idx);
+		if (signaled) {
 			struct sroce_cqe cqe = {
 				.wr_id = w->wr_id,
 				.status = st->status,
@@ -258,22 +275,13 @@ static bool sroce_comp_retire(struct sroce_qp *qp)
 
 			sroce_cq_post(qp->scq, &cqe, &qp->ibqp, false);
 		}
-		if (st->status != IB_WC_SUCCESS && st->status != IB_WC_WR_FLUSH_ERR)
-			err = true;
-		if (sroce_wqe_is_rd_atomic(w->opcode) && qp->req.rd_atomic &&
-		    st->status == IB_WC_SUCCESS)
-			qp->req.rd_atomic--;
-		qp->comp.idx++;
 	}
 	/* WQEs failed at fetch can complete before the requester passed them. */
 	if ((s32)(qp->comp.idx - qp->req.cur) > 0) {
 		qp->req.cur = qp->comp.idx;
 		qp->req.offset = 0;
 	}
-	/*
-	 * The consumer the process sees is what is completed, not fetched;
-	 * release so the CQEs are visible before the slots are reused.
-	 */
+	/* The consumer the process sees is what is completed, not fetched. */
 	smp_store_release(&qp->sq.hdr->consumer, qp->comp.idx);
 	return err;
 }

@@ -59,7 +59,7 @@ struct sroce_dev {
 
 	/* UD multicast groups (sroce_mcast.c): RCU list, mcg_lock writers. */
 	struct list_head mcg_list;
-	struct mutex mcg_lock;
+	struct mutex mcg_lock;		/* attach/detach; readers use RCU */
 	u32 num_mcg;
 
 	/* Address handles by number (see sroce_ah.h); IRQ-safe lock. */

@@ -671,35 +671,7 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	}
 
 	spin_lock_irqsave(&qp->rq_post_lock, flags);
-	for (; wr; wr = wr->next) {
-		u32 prod = qp->rq.hdr->producer;
-		struct sroce_recv_wqe *w;
-		struct sroce_sge *sge;
-		u32 i;
-
-		if (prod - READ_ONCE(qp->rq.hdr->consumer) >=
-		    qp->rq.num_slots) {
-			err = -ENOMEM;
-		} else if (wr->num_sge > qp->max_recv_sge) {
-			err = -EINVAL;
-		}
-		if (err) {
-			*bad_wr = wr;
-			break;
-		}
-		w = sroce_queue_slot(&qp->rq, prod);
-		w->wr_id = wr->wr_id;
-		w->num_sge = wr->num_sge;
-		w->reserved = 0;
-		sge = (void *)(w + 1);
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		/* Publish the WQE before the responder can see the index. */
-		smp_store_release(&qp->rq.hdr->producer, prod + 1);
-	}
+	err = sroce_queue_post_recv(&qp->rq, qp->max_recv_sge, wr, bad_wr);
 	spin_unlock_irqrestore(&qp->rq_post_lock, flags);
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		sroce_qp_flush(qp);

@@ -111,3 +111,48 @@ void sroce_mmap_free(struct rdma_user_mmap_entry *re)
 {
 	kfree(container_of(re, struct sroce_mmap_entry, rdma));
 }
+
+/**
+ * sroce_queue_post_recv - write kernel receive WRs into a receive ring
+ * @q: a QP's RQ or an SRQ (not mapped: kernel consumers only)
+ * @max_sge: SGEs a WQE may carry
+ * @wr: the chain
+ * @bad_wr: set to the first WR not posted
+ *
+ * The caller serialises producers. Return: 0, -ENOMEM (ring full) or
+ * -EINVAL (too many SGEs).
+ */
+int sroce_queue_post_recv(struct sroce_queue *q, u32 max_sge,
+			  const struct ib_recv_wr *wr,
+			  const struct ib_recv_wr **bad_wr)
+{
+	for (; wr; wr = wr->next) {
+		u32 prod = q->hdr->producer;
+		struct sroce_recv_wqe *w;
+		struct sroce_sge *sge;
+		int err = 0;
+		u32 i;
+
+		if (prod - READ_ONCE(q->hdr->consumer) >= q->num_slots)
+			err = -ENOMEM;
+		else if (wr->num_sge > max_sge)
+			err = -EINVAL;
+		if (err) {
+			*bad_wr = wr;
+			return err;
+		}
+		w = sroce_queue_slot(q, prod);
+		w->wr_id = wr->wr_id;
+		w->num_sge = wr->num_sge;
+		w->reserved = 0;
+		sge = (void *)(w + 1);
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		/* Publish the WQE before a responder can see the index. */
+		smp_store_release(&q->hdr->producer, prod + 1);
+	}
+	return 0;
+}

@@ -41,6 +41,9 @@ int sroce_queue_init(struct sroce_queue *q, u32 min_slots, u32 slot_size);
 void sroce_queue_cleanup(struct sroce_queue *q);
 int sroce_queue_map(struct sroce_queue *q, struct ib_ucontext *uctx,
 		    struct sroce_mmap_info *mi);
+int sroce_queue_post_recv(struct sroce_queue *q, u32 max_sge,
+			  const struct ib_recv_wr *wr,
+			  const struct ib_recv_wr **bad_wr);
 
 static inline void *sroce_queue_slot(const struct sroce_queue *q, u32 idx)
 {

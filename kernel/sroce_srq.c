@@ -239,33 +239,7 @@ int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		return -EOPNOTSUPP;
 	}
 	spin_lock_irqsave(&srq->post_lock, flags);
-	for (; wr; wr = wr->next) {
-		u32 prod = srq->q.hdr->producer;
-		struct sroce_recv_wqe *w;
-		struct sroce_sge *sge;
-		u32 i;
-
-		if (prod - READ_ONCE(srq->q.hdr->consumer) >= srq->q.num_slots)
-			err = -ENOMEM;
-		else if (wr->num_sge > srq->max_sge)
-			err = -EINVAL;
-		if (err) {
-			*bad_wr = wr;
-			break;
-		}
-		w = sroce_queue_slot(&srq->q, prod);
-		w->wr_id = wr->wr_id;
-		w->num_sge = wr->num_sge;
-		w->reserved = 0;
-		sge = (void *)(w + 1);
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		/* Publish the WQE before a responder can see the index. */
-		smp_store_release(&srq->q.hdr->producer, prod + 1);
-	}
+	err = sroce_queue_post_recv(&srq->q, srq->max_sge, wr, bad_wr);
 	spin_unlock_irqrestore(&srq->post_lock, flags);
 	return err;
 }

@@ -444,6 +444,13 @@ int sroce_dev_add(const char *ibdev_name, struct net_device *ndev)
 	 * which releases the netns and netdev references taken above.
 	 */
 	ib_set_device_ops(ibdev, &sroce_dev_ops);
+	/*
+	 * Sit under the NIC's device (PCI, virtio, ...) as hardware RoCE
+	 * drivers and siw do, so /sys/class/infiniband/DEV/device/net/ names
+	 * the netdev (tools find a device's IP address that way). A veth or
+	 * a dummy has no parent; the device is then top-level, like rxe's.
+	 */
+	ibdev->dev.parent = ndev->dev.parent;
 	err = ib_device_set_netdev(ibdev, ndev, 1);
 	if (!err)
 		err = ib_register_device(ibdev, ibdev_name, NULL);

@@ -153,7 +153,9 @@ _veth_place() { # _veth_place TMPNAME NS NAME
 
 # --- the sroce module and provider ----------------------------------------------
 
-sroce_module_path() { echo "$SROCE_ROOT/kernel/sroce.ko"; }
+# SROCE_KO=PATH loads another build of the module (a copy that a rebuild
+# of the tree cannot change under a running test).
+sroce_module_path() { echo "${SROCE_KO:-$SROCE_ROOT/kernel/sroce.ko}"; }
 
 _sroce_loaded() { [[ -d /sys/module/sroce ]]; }
 

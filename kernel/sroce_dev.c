@@ -41,6 +41,8 @@ static void sroce_init_attr(struct sroce_dev *sdev)
 	a->max_qp_wr = SROCE_MAX_QP_WR;
 	a->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 			      IB_DEVICE_MEM_MGT_EXTENSIONS |
+			      IB_DEVICE_MEM_WINDOW |
+			      IB_DEVICE_MEM_WINDOW_TYPE_2B |
 			      IB_DEVICE_SRQ_RESIZE |
 			      IB_DEVICE_SYS_IMAGE_GUID |
 			      IB_DEVICE_PORT_ACTIVE_EVENT;
@@ -51,6 +53,8 @@ static void sroce_init_attr(struct sroce_dev *sdev)
 	a->max_cq = SROCE_MAX_CQ;
 	a->max_cqe = SROCE_MAX_CQE;
 	a->max_mr = SROCE_MAX_MR;
+	/* Windows share the MR key table. */
+	a->max_mw = SROCE_MAX_MR;
 	a->max_pd = SROCE_MAX_PD;
 	a->max_qp_rd_atom = SROCE_MAX_QP_RD_ATOM;
 	a->max_qp_init_rd_atom = SROCE_MAX_QP_RD_ATOM;
@@ -308,6 +312,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
 	.alloc_mr = sroce_alloc_mr,
+	.alloc_mw = sroce_alloc_mw,
 	.alloc_pd = sroce_alloc_pd,
 	.attach_mcast = sroce_attach_mcast,
 	.create_ah = sroce_create_ah,
@@ -317,6 +322,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.create_user_ah = sroce_create_ah,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.dealloc_driver = sroce_dealloc_driver,
+	.dealloc_mw = sroce_dealloc_mw,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
@@ -353,6 +359,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, sroce_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, sroce_srq, ibsrq),

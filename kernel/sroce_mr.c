@@ -18,9 +18,11 @@
 				   IB_ACCESS_REMOTE_WRITE | \
 				   IB_ACCESS_REMOTE_READ | \
 				   IB_ACCESS_REMOTE_ATOMIC | \
+				   IB_ACCESS_MW_BIND | \
 				   IB_ACCESS_RELAXED_ORDERING)
 
-static int sroce_mr_add(struct sroce_dev *sdev, struct sroce_mr *mr)
+/* Give @mr (an MR or a window's entry) a key: an index and a key byte. */
+int sroce_mr_add(struct sroce_dev *sdev, struct sroce_mr *mr)
 {
 	u32 index;
 	u8 key;
@@ -28,6 +30,7 @@ static int sroce_mr_add(struct sroce_dev *sdev, struct sroce_mr *mr)
 
 	refcount_set(&mr->ref, 1);
 	init_completion(&mr->released);
+	spin_lock_init(&mr->lock);
 	err = xa_alloc_cyclic(&sdev->mr_xa, &index, mr,
 			      XA_LIMIT(1, SROCE_MAX_MR), &sdev->mr_next, GFP_KERNEL);
 	if (err < 0)
@@ -102,19 +105,26 @@ int sroce_mr_fast_reg(struct sroce_mr *mr, struct ib_pd *pd, u32 key,
 /**
  * sroce_mr_invalidate - LOCAL_INV or remote invalidation of @key
  * @sdev: the device
- * @pd: the PD the MR must belong to
+ * @pd: the PD the MR or window must belong to
+ * @qpn: the QP that asks (a type 2 window is remotely invalidated only
+ *	 through the QP it was bound through)
  * @key: the key to invalidate (untrusted)
+ * @remote: SEND with Invalidate from the peer, not a local LOCAL_INV
  *
- * Return: 0, or -EINVAL if @key does not name a valid fast-reg MR of @pd.
+ * Return: 0, or -EINVAL if @key does not name a valid fast-reg MR or type 2
+ * window of @pd.
  */
-int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key)
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+			u32 key, bool remote)
 {
 	struct sroce_mr *mr = sroce_mr_get(sdev, key);
 	int err = 0;
 
 	if (!mr)
 		return -EINVAL;
-	if (mr->type != SROCE_MR_FAST || mr->ibmr.pd != pd)
+	if (mr->type == SROCE_MR_MW)
+		err = sroce_mw_invalidate(mr, pd, qpn, remote);
+	else if (mr->type != SROCE_MR_FAST || mr->ibmr.pd != pd)
 		err = -EINVAL;
 	else
 		WRITE_ONCE(mr->valid, false);
@@ -146,6 +156,50 @@ int sroce_mr_check(struct sroce_mr *mr, struct ib_pd *pd, u64 va, u64 len,
 	if (!sroce_range_within(mr->iova, mr->length, va, len))
 		return -ERANGE;
 	return 0;
+}
+
+/**
+ * sroce_mr_get_remote - resolve an rkey for a remote access
+ * @sdev: the device
+ * @pd: the PD of the QP the request came in on
+ * @qpn: that QP's number
+ * @rkey: the R_Key from the packet (untrusted)
+ * @va: first byte of the access
+ * @len: bytes
+ * @access: IB_ACCESS_REMOTE_* the access needs
+ *
+ * An rkey names an MR or a memory window. For a window, the window's PD,
+ * QP (type 2), rights and bounds are checked, and the MR it is bound to is
+ * returned: @va is an address in that MR, which contains the window.
+ *
+ * Return: an MR with a reference (sroce_mr_put()) or NULL.
+ */
+struct sroce_mr *sroce_mr_get_remote(struct sroce_dev *sdev, struct ib_pd *pd,
+				     u32 qpn, u32 rkey, u64 va, u64 len,
+				     int access)
+{
+	struct sroce_mr *mr = sroce_mr_get(sdev, rkey), *bound = NULL;
+	unsigned long flags;
+
+	if (!mr)
+		return NULL;
+	if (mr->type != SROCE_MR_MW) {
+		if (!sroce_mr_check(mr, pd, va, len, access))
+			return mr;
+		sroce_mr_put(mr);
+		return NULL;
+	}
+	spin_lock_irqsave(&mr->lock, flags);
+	if (mr->valid && mr->key == rkey && mr->mw_mr &&
+	    (mr->mw_type != IB_MW_TYPE_2 || mr->mw_qpn == qpn) &&
+	    !sroce_mr_check(mr, pd, va, len, access)) {
+		bound = mr->mw_mr;
+		/* The window holds a reference: this one cannot be the last. */
+		refcount_inc(&bound->ref);
+	}
+	spin_unlock_irqrestore(&mr->lock, flags);
+	sroce_mr_put(mr);
+	return bound;
 }
 
 /**
@@ -254,7 +308,9 @@ int sroce_sge_copy(struct sroce_dev *sdev, struct ib_pd *pd,
 		mr = sroce_mr_get(sdev, sge[i].lkey);
 		if (!mr)
 			return IB_WC_LOC_PROT_ERR;
-		if (sroce_mr_check(mr, pd, sge[i].addr + off, n, access)) {
+		/* A window's key is an R_Key only. */
+		if (mr->type == SROCE_MR_MW ||
+		    sroce_mr_check(mr, pd, sge[i].addr + off, n, access)) {
 			sroce_mr_put(mr);
 			return IB_WC_LOC_PROT_ERR;
 		}
@@ -454,6 +510,16 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibmr->device);
 	struct sroce_mr *mr = to_smr(ibmr);
+	unsigned long flags;
+
+	/* IBTA: an MR with windows bound to it cannot be deregistered. */
+	spin_lock_irqsave(&mr->lock, flags);
+	if (mr->num_mw) {
+		spin_unlock_irqrestore(&mr->lock, flags);
+		return -EBUSY;
+	}
+	mr->dead = true;
+	spin_unlock_irqrestore(&mr->lock, flags);
 
 	/* No new lookups, then wait for the data path to let go. */
 	xa_erase(&sdev->mr_xa, ibmr->lkey >> 8);

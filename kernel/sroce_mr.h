@@ -20,6 +20,7 @@ enum sroce_mr_type {
 	SROCE_MR_DMA,		/* kernel virtual addresses, all memory */
 	SROCE_MR_USER,		/* pinned user pages */
 	SROCE_MR_FAST,		/* kernel fast-registration (IB_WR_REG_MR) */
+	SROCE_MR_MW,		/* a memory window (sroce_mw.c) */
 };
 
 /*
@@ -49,6 +50,20 @@ struct sroce_mr {
 	refcount_t ref;		/* 1 while registered + data-path users */
 	struct completion released;
 	struct rcu_head rcu;
+	/*
+	 * Memory windows. A window is an entry of this type in the same key
+	 * table, so MR and MW keys never collide; @iova, @length and @access
+	 * describe the window, @mw_mr is the MR it is bound to (holding a
+	 * reference on it and counting in its @num_mw). @lock guards the
+	 * binding and @dead; on an MR it guards @num_mw and @dead, so a bind
+	 * and a deregistration cannot cross.
+	 */
+	spinlock_t lock;
+	bool dead;		/* being freed: no new binding */
+	u8 mw_type;		/* IB_MW_TYPE_1 or IB_MW_TYPE_2 */
+	u32 mw_qpn;		/* type 2: the QP it was bound through */
+	struct sroce_mr *mw_mr;
+	u32 num_mw;		/* MR: windows bound to it */
 };
 
 static inline struct sroce_mr *to_smr(struct ib_mr *ibmr)
@@ -79,7 +94,26 @@ u64 *sroce_mr_atomic_ptr(struct sroce_mr *mr, u64 va, struct page **pagep);
 struct sroce_mr *sroce_mr_get_index(struct sroce_dev *sdev, u32 index);
 int sroce_mr_fast_reg(struct sroce_mr *mr, struct ib_pd *pd, u32 key,
 		      int access);
-int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key);
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+			u32 key, bool remote);
+int sroce_mr_add(struct sroce_dev *sdev, struct sroce_mr *mr);
+struct sroce_mr *sroce_mr_get_remote(struct sroce_dev *sdev, struct ib_pd *pd,
+				     u32 qpn, u32 rkey, u64 va, u64 len,
+				     int access);
+
+/* Memory windows (sroce_mw.c). */
+struct sroce_mw {
+	struct ib_mw ibmw;
+	struct sroce_mr *ent;	/* its entry in the key table */
+};
+
+struct sroce_send_wqe;
+int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int sroce_dealloc_mw(struct ib_mw *ibmw);
+int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+		  const struct sroce_send_wqe *w);
+int sroce_mw_invalidate(struct sroce_mr *ent, struct ib_pd *pd, u32 qpn,
+			bool remote);
 
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *pd, int access);
 struct ib_mr *sroce_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,

@@ -45,7 +45,8 @@ static bool sroce_wqe_is_atomic(u8 op)
 /* Work requests that execute locally, without packets. */
 static bool sroce_wqe_is_local(u8 op)
 {
-	return op == SROCE_WR_LOCAL_INV || op == SROCE_WR_REG_MR;
+	return op == SROCE_WR_LOCAL_INV || op == SROCE_WR_REG_MR ||
+	       op == SROCE_WR_BIND_MW;
 }
 
 static u32 sroce_wqe_len(const struct sroce_send_wqe *w)
@@ -136,6 +137,7 @@ static bool sroce_req_fetch_one(struct sroce_qp *qp, u32 idx)
 			return false;
 		break;
 	case SROCE_WR_LOCAL_INV:
+	case SROCE_WR_BIND_MW:
 		break;
 	case SROCE_WR_REG_MR:
 		/* Names an MR by index: only the kernel's own rings may. */
@@ -193,6 +195,8 @@ static enum ib_wc_opcode sroce_wc_opcode(u8 op)
 		return IB_WC_LOCAL_INV;
 	case SROCE_WR_REG_MR:
 		return IB_WC_REG_MR;
+	case SROCE_WR_BIND_MW:
+		return IB_WC_BIND_MW;
 	default:
 		return IB_WC_SEND;
 	}
@@ -211,7 +215,7 @@ static void sroce_req_fail(struct sroce_qp *qp)
 		sroce_qp_sq_error(qp);
 }
 
-/* Execute REG_MR or LOCAL_INV. Returns 0 or an ib_wc_status. */
+/* Execute REG_MR, LOCAL_INV or BIND_MW. Returns 0 or an ib_wc_status. */
 static int sroce_req_local_op(struct sroce_qp *qp,
 			      const struct sroce_send_wqe *w)
 {
@@ -220,8 +224,11 @@ static int sroce_req_local_op(struct sroce_qp *qp,
 
 	if (w->opcode == SROCE_WR_LOCAL_INV)
 		return sroce_mr_invalidate(qp->sdev, qp->ibqp.pd,
-					   w->imm_or_inv) ?
+					   qp->ibqp.qp_num, w->imm_or_inv,
+					   false) ?
 		       IB_WC_LOC_QP_OP_ERR : 0;
+	if (w->opcode == SROCE_WR_BIND_MW)
+		return sroce_mw_bind(qp->sdev, qp->ibqp.pd, qp->ibqp.qp_num, w);
 	mr = sroce_mr_get_index(qp->sdev, (u32)w->remote_addr);
 	if (!mr)
 		return IB_WC_LOC_QP_OP_ERR;

@@ -218,23 +218,15 @@ static int sroce_resp_place(struct sroce_qp *qp, const u8 *data, u32 len)
 static struct sroce_mr *sroce_resp_rkey(struct sroce_qp *qp, u32 rkey, u64 va,
 					u64 len, int access)
 {
-	struct sroce_mr *mr;
-
 	if (!(qp->attr.qp_access_flags & access))
-		return NULL;
-	mr = sroce_mr_get(qp->sdev, rkey);
-	if (!mr)
 		return NULL;
 	/*
 	 * The all-memory DMA MR only exists in kernel PDs, and grants remote
 	 * rights only when its owner asked for them (IB_PD_UNSAFE_GLOBAL_RKEY);
 	 * the PD check keeps every user QP away from it.
 	 */
-	if (sroce_mr_check(mr, qp->ibqp.pd, va, len, access)) {
-		sroce_mr_put(mr);
-		return NULL;
-	}
-	return mr;
+	return sroce_mr_get_remote(qp->sdev, qp->ibqp.pd, qp->ibqp.qp_num,
+				   rkey, va, len, access);
 }
 
 enum sroce_resp_verdict {
@@ -283,7 +275,8 @@ static enum sroce_resp_verdict sroce_resp_send(struct sroce_qp *qp,
 	} else if (pkt->info->hdrs & SROCE_HDR_IETH) {
 		/* Remote invalidation: a fast-reg MR of this QP's PD. */
 		if (sroce_mr_invalidate(qp->sdev, qp->ibqp.pd,
-					pkt->ieth_rkey)) {
+					qp->ibqp.qp_num, pkt->ieth_rkey,
+					true)) {
 			sroce_resp_complete_recv(qp, IB_WC_REM_INV_REQ_ERR,
 						 IB_WC_RECV,
 						 qp->resp.rwqe_offset, 0, 0,

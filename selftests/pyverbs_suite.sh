@@ -9,10 +9,17 @@
 #    (sroce_runner.py, written below: the suite's own loader and argument
 #    parser, plus a result class that records one line per test and a
 #    per-test time limit, so a hung test costs minutes, not the whole run);
-#  - the device sits on a dummy netdev with an IPv4 and an IPv6 address in a
-#    namespace of its own (python runs in that namespace): the suite's
-#    "two nodes" are two sets of resources of one process on one device, so
-#    every packet loops back through the device's UDP socket;
+#  - the device sits on the guest's virtio-net NIC (tools/vm/run gives the
+#    guest one, eth0, connected to nothing), moved with an IPv4 and an IPv6
+#    address into a namespace of its own (python runs in that namespace) and
+#    moved back at the end. The NIC matters because the device then has a
+#    parent device, and the suite finds a device's IP address - which the
+#    RDMA CM tests (test_rdmacm) need - through
+#    /sys/class/infiniband/DEV/device/net/. Without a free virtio NIC (a
+#    guest booted with --no-nic) a dummy netdev takes its place and those
+#    tests skip. The suite's "two nodes" are two sets of resources of one
+#    process on one device, so every packet loops back through the device's
+#    UDP socket;
 #  - the suite picks the GID itself (the first non-zero one: the link-local
 #    RoCE v2 GID); SROCE_PYVERBS_GID=N passes --gid N instead;
 #  - 16 huge pages of 2 MiB are reserved for the tests that want some.
@@ -21,9 +28,13 @@
 # counts, every non-pass with its reason, and the suite's verbose log.
 #
 # Knobs:
-#   SROCE_PYVERBS_BACKEND=rxe  the same run on one rdma_rxe device (a dummy
-#                              netdev in the initial namespace: 6.1's rxe only
-#                              works there) - the baseline, not a test of sroce
+#   SROCE_PYVERBS_BACKEND=rxe  the same run on one rdma_rxe device (on the
+#                              virtio NIC, else a dummy, in the initial
+#                              namespace: 6.1's rxe only works there) - the
+#                              baseline, not a test of sroce
+#   SROCE_PYVERBS_NETDEV=dummy  use a dummy netdev even when there is a virtio
+#                              NIC (default "auto": the NIC when it is free;
+#                              "nic": fail without one)
 #   SROCE_PYVERBS_TESTS="tests.test_qp tests.test_mr.MRTest"  only these
 #   SROCE_PYVERBS_TEST_TIMEOUT=300  per-test limit in seconds
 #   SROCE_PYVERBS_SUITE_TIMEOUT=1000  limit for the whole suite
@@ -35,7 +46,8 @@
 #                              suite: find the netdev (so the IP address the
 #                              RDMA CM tests need) from the GID table, not from
 #                              /sys/class/infiniband/DEV/device/net/, which
-#                              only a device with a parent (PCI) device has
+#                              only a device with a parent (PCI, virtio)
+#                              device has
 SR_TAG=pv
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -55,6 +67,11 @@ suite_src=${SROCE_PYVERBS_SUITE:-/usr/share/doc/rdma-core/tests}
 test_timeout=${SROCE_PYVERBS_TEST_TIMEOUT:-300}
 suite_timeout=${SROCE_PYVERBS_SUITE_TIMEOUT:-1000}
 read -ra only <<<"${SROCE_PYVERBS_TESTS:-}"
+netdev_kind=${SROCE_PYVERBS_NETDEV:-auto}
+case $netdev_kind in
+auto | nic | dummy) ;;
+*) fail "SROCE_PYVERBS_NETDEV=$netdev_kind: want auto, nic or dummy" ;;
+esac
 
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
@@ -170,14 +187,43 @@ unittest.main(module=tests, testRunner=unittest.TextTestRunner(resultclass=Resul
 EOF
 
 # --- the device -------------------------------------------------------------------
+# free_virtio_nic: the name of a virtio-net netdev in the initial namespace
+# that nobody uses (down, no IPv4 or global IPv6 address); returns 1 if none.
+free_virtio_nic() {
+	local n
+	for n in /sys/class/net/*; do
+		[[ "$(readlink "$n/device/driver" 2>/dev/null)" == */virtio_net ]] || continue
+		n=${n##*/}
+		[[ -z "$(ip -br addr show dev "$n" scope global 2>/dev/null | awk '{ print $3 }')" ]] || continue
+		ip link show dev "$n" | grep -q '[<,]UP[,>]' && continue
+		echo "$n"
+		return 0
+	done
+	return 1
+}
+
 v4=192.0.2.1 v6=2001:db8::1
-netdev=${SR_ID}d
+nic=''
+if [[ $netdev_kind != dummy ]]; then
+	nic=$(free_virtio_nic) || true
+	[[ -n $nic || $netdev_kind != nic ]] ||
+		fail "SROCE_PYVERBS_NETDEV=nic, but the guest has no free virtio-net netdev"
+fi
+netdev=${nic:-${SR_ID}d}
 if [[ $backend == sroce ]]; then
 	sr_setup
 	ns=${SR_ID}
 	dev=${SR_ID}s
 	ns_create "$ns"
-	sr_dummy "$ns" "$netdev"
+	if [[ -n $nic ]]; then
+		# Back to the initial namespace (down, addresses gone) before the
+		# namespace goes; deleting it would do the same, but asynchronously.
+		ip link set "$nic" netns "$ns"
+		defer_quiet ip -n "$ns" link set "$nic" netns 1
+		ip -n "$ns" link set "$nic" up
+	else
+		sr_dummy "$ns" "$netdev"
+	fi
 	ip -n "$ns" addr add "$v4/24" dev "$netdev"
 	ip -n "$ns" addr add "$v6/64" dev "$netdev" nodad
 	sr_link_add "$ns" "$dev" "$netdev"
@@ -189,7 +235,13 @@ else
 	require_module rdma_rxe
 	ns=-
 	dev=${SR_ID}x
-	sr_dummy - "$netdev"
+	if [[ -n $nic ]]; then
+		defer_quiet ip link set "$nic" down
+		defer_quiet ip addr flush dev "$nic"
+		ip link set "$nic" up
+	else
+		sr_dummy - "$netdev"
+	fi
 	ip addr add "$v4/24" dev "$netdev"
 	ip addr add "$v6/64" dev "$netdev" nodad
 	defer_quiet rdma link delete "$dev"
@@ -202,13 +254,17 @@ gids_ready() {
 	grep -q ':ffff:c000:0201$' <<<"$g" && grep -q '^2001:0db8:' <<<"$g"
 }
 wait_for gids_ready 20 || fail "$dev: no GIDs for $v4 and $v6 after 20 s"
-log "device $dev ($backend) on $netdev in netns ${ns/#-/init}; port 1 GIDs:"
+log "device $dev ($backend) on $netdev ($(if [[ -n $nic ]]; then echo virtio-net NIC; else echo dummy; fi))" \
+	"in netns ${ns/#-/init}; port 1 GIDs:"
 for f in "$SR_SYS/$dev"/ports/1/gids/*; do
 	g=$(<"$f") 2>/dev/null || continue
 	[[ $g != 0000:0000:0000:0000:0000:0000:0000:0000 ]] || continue
 	log "  ${f##*/}: $g $(cat "$SR_SYS/$dev/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null)"
 done
 log "RDMA devices visible: $(ns_exec "$ns" ibv_devices | awk 'NR > 2 { printf "%s ", $1 }')"
+# What the suite's RDMA CM tests look for (in the namespace python runs in).
+pnet=$(ns_exec "$ns" sh -c "ls $SR_SYS/$dev/device/net/ 2>/dev/null" || true)
+log "$SR_SYS/$dev/device/net/: ${pnet:-(none: the RDMA CM tests will skip)}"
 
 # A few tests (parent domain, ODP) need 2 MiB huge pages: reserve some, so that
 # they are judged on what the device supports, not on the guest's settings.
@@ -266,7 +322,7 @@ if [[ -d $save && -w $save ]]; then
 	log ""
 	log "results saved as $save/pyverbs-$backend-$dev.{tsv,log} (tools/vm/run's OUT directory)"
 fi
-what="$backend ($dev${SROCE_PYVERBS_GID:+, --gid $SROCE_PYVERBS_GID}"
+what="$backend ($dev on $(if [[ -n $nic ]]; then echo "virtio $nic"; else echo dummy; fi)${SROCE_PYVERBS_GID:+, --gid $SROCE_PYVERBS_GID}"
 [[ "${SROCE_PYVERBS_NETDEV_HINT:-}" != 1 ]] || what+=", SROCE_PYVERBS_NETDEV_HINT=1"
 [[ ${#only[@]} == 0 ]] || what+=", only ${only[*]}"
 log ""

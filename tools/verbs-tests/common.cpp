@@ -278,11 +278,24 @@ std::unique_ptr<Endpoint> open_endpoint(const std::string &label, const DevSpec 
 void Endpoint::create_qp(const QpCaps &want)
 {
 	qp.reset();
-	ibv_qp_init_attr ia{};
+	qp = new_qp(want, &cap);
+}
+
+QpPtr Endpoint::new_qp(const QpCaps &want, ibv_qp_cap *out, ibv_pd *on_pd) const
+{
+	ibv_pd *qpd = on_pd ? on_pd : pd.get();
+	QpPtr q;
+	ibv_qp_init_attr_ex ia{};
 	ia.send_cq = scq.get();
 	ia.recv_cq = rcq.get();
 	ia.qp_type = IBV_QPT_RC;
 	ia.sq_sig_all = 0;
+	ia.pd = qpd;
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+	if (want.send_ops_flags) {
+		ia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		ia.send_ops_flags = want.send_ops_flags;
+	}
 	ia.cap.max_send_wr = std::min<uint32_t>(want.max_send_wr, dattr.max_qp_wr);
 	ia.cap.max_recv_wr = std::min<uint32_t>(want.max_recv_wr, dattr.max_qp_wr);
 	ia.cap.max_send_sge = std::min<uint32_t>(want.max_send_sge, dattr.max_sge);
@@ -292,21 +305,34 @@ void Endpoint::create_qp(const QpCaps &want)
 		if (inl > want.max_inline)
 			continue;
 		ia.cap.max_inline_data = inl;
-		qp.reset(ibv_create_qp(pd.get(), &ia));
-		if (qp)
+		if (want.send_ops_flags) {
+			q.reset(ibv_create_qp_ex(ctx.get(), &ia));
+		} else {
+			ibv_qp_init_attr a{};
+			a.send_cq = ia.send_cq;
+			a.recv_cq = ia.recv_cq;
+			a.qp_type = ia.qp_type;
+			a.sq_sig_all = ia.sq_sig_all;
+			a.cap = ia.cap;
+			q.reset(ibv_create_qp(qpd, &a));
+			ia.cap = a.cap;
+		}
+		if (q)
 			break;
 		if (errno != EINVAL)
 			break;
 	}
-	if (!qp)
-		throw_errno(strf("ibv_create_qp(RC, send_wr %u recv_wr %u send_sge %u recv_sge %u) on %s",
-				 ia.cap.max_send_wr, ia.cap.max_recv_wr, ia.cap.max_send_sge,
-				 ia.cap.max_recv_sge, devname.c_str()),
+	if (!q)
+		throw_errno(strf("ibv_create_qp%s(RC, send_wr %u recv_wr %u send_sge %u recv_sge %u) on %s",
+				 want.send_ops_flags ? "_ex" : "", ia.cap.max_send_wr, ia.cap.max_recv_wr,
+				 ia.cap.max_send_sge, ia.cap.max_recv_sge, devname.c_str()),
 			    errno);
-	cap = ia.cap;
 	// ibv_create_qp reports the actual caps, at least the requested ones.
-	if (cap.max_send_sge < 1 || cap.max_recv_sge < 1)
+	if (ia.cap.max_send_sge < 1 || ia.cap.max_recv_sge < 1)
 		throw Error("QP created with no SGEs");
+	if (out)
+		*out = ia.cap;
+	return q;
 }
 
 ibv_mtu pick_mtu(const Endpoint &a, const Endpoint &b, int mtu_bytes)
@@ -336,7 +362,12 @@ void modify_state(ibv_qp *qp, ibv_qp_state st)
 
 void connect_qp(Endpoint &ep, const Endpoint &peer, const ConnParams &p, uint32_t peer_psn)
 {
-	ibv_qp *qp = ep.qp.get();
+	connect_qp(ep, ep.qp.get(), peer, peer.qpn(), p, peer_psn);
+}
+
+void connect_qp(Endpoint &ep, ibv_qp *qp, const Endpoint &peer, uint32_t peer_qpn, const ConnParams &p,
+		uint32_t peer_psn)
+{
 	ibv_qp_attr a{};
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
@@ -353,7 +384,7 @@ void connect_qp(Endpoint &ep, const Endpoint &peer, const ConnParams &p, uint32_
 	a = {};
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = p.mtu;
-	a.dest_qp_num = peer.qpn();
+	a.dest_qp_num = peer_qpn;
 	a.rq_psn = peer_psn;
 	a.max_dest_rd_atomic = rd;
 	a.min_rnr_timer = p.min_rnr_timer;
@@ -372,7 +403,7 @@ void connect_qp(Endpoint &ep, const Endpoint &peer, const ConnParams &p, uint32_
 				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	if (rc)
 		throw_errno(strf("%s: ibv_modify_qp(INIT -> RTR, dest qpn 0x%x, dgid %s, mtu %s)",
-				 ep.label.c_str(), peer.qpn(), gid_str(peer.gid).c_str(), mtu_str(p.mtu)),
+				 ep.label.c_str(), peer_qpn, gid_str(peer.gid).c_str(), mtu_str(p.mtu)),
 			    rc);
 
 	a = {};
@@ -394,6 +425,54 @@ void connect_pair(Endpoint &a, Endpoint &b, const ConnParams &pa, const ConnPara
 	connect_qp(a, b, pa, pb.psn);
 	connect_qp(b, a, pb, pa.psn);
 }
+
+// --- common options ---------------------------------------------------------------
+
+enum {
+	O_DEVA = kCommonOptFirst,
+	O_DEVB,
+	O_GIDA,
+	O_GIDB,
+	O_IPV6,
+	O_MTU,
+	O_EVENT,
+};
+
+std::vector<option> common_longopts(std::initializer_list<option> extra)
+{
+	std::vector<option> v = {
+		{"dev-a", required_argument, nullptr, O_DEVA}, {"dev-b", required_argument, nullptr, O_DEVB},
+		{"gid-a", required_argument, nullptr, O_GIDA}, {"gid-b", required_argument, nullptr, O_GIDB},
+		{"ipv6", no_argument, nullptr, O_IPV6},        {"mtu", required_argument, nullptr, O_MTU},
+		{"use-event", no_argument, nullptr, O_EVENT},
+	};
+	v.insert(v.end(), extra.begin(), extra.end());
+	if (v.back().name)
+		v.push_back({nullptr, 0, nullptr, 0});
+	return v;
+}
+
+bool parse_common_opt(CommonOptions &o, int c, const char *arg)
+{
+	switch (c) {
+	case O_DEVA: o.a.name = arg; return true;
+	case O_DEVB: o.b.name = arg; return true;
+	case O_GIDA: o.a.gid = arg; return true;
+	case O_GIDB: o.b.gid = arg; return true;
+	case O_IPV6: o.ipv6 = true; return true;
+	case O_MTU: o.mtu = std::stoi(arg); mtu_from_bytes(o.mtu); return true;
+	case O_EVENT: o.use_event = true; return true;
+	default: return false;
+	}
+}
+
+const char *const kCommonUsage =
+	"  --dev-a NAME, --dev-b NAME  the two devices (default: the first device; B: A's)\n"
+	"  --gid-a N|auto, --gid-b N|auto\n"
+	"                       GID index (auto: the first RoCE v2 GID of the family)\n"
+	"  --ipv6               IPv6 GIDs (auto), IPv4 otherwise\n"
+	"  --mtu BYTES          path MTU (default: the smaller active_mtu)\n"
+	"  --use-event          wait on completion channels instead of polling\n";
 
 // --- completions ------------------------------------------------------------------
 

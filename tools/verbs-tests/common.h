@@ -6,11 +6,13 @@
 // (busy polling or completion channels).
 #pragma once
 
+#include <getopt.h>
 #include <infiniband/verbs.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -93,6 +95,9 @@ struct QpCaps {
 	uint32_t max_send_wr = 64, max_recv_wr = 64;
 	uint32_t max_send_sge = 16, max_recv_sge = 16;
 	uint32_t max_inline = 256;
+	// Nonzero: create the QP with ibv_create_qp_ex and these
+	// IBV_QP_EX_WITH_* flags (ibv_qp_to_qp_ex then works on it).
+	uint64_t send_ops_flags = 0;
 };
 
 // One side: a device context (its own, even when both sides use the same
@@ -117,6 +122,9 @@ struct Endpoint {
 	uint32_t qpn() const { return qp->qp_num; }
 	// (Re)create the QP (and nothing else) with caps clamped to the device.
 	void create_qp(const QpCaps &want);
+	// One more QP on this endpoint's CQs and PD (or on_pd, another PD of
+	// ctx), leaving qp alone; its actual caps go to *out if given.
+	QpPtr new_qp(const QpCaps &want, ibv_qp_cap *out = nullptr, ibv_pd *on_pd = nullptr) const;
 };
 
 std::unique_ptr<Endpoint> open_endpoint(const std::string &label, const DevSpec &spec, bool ipv6,
@@ -133,6 +141,10 @@ struct ConnParams {
 
 // Bring ep's QP to RTS, connected to peer (QPN, GID of peer, peer_psn).
 void connect_qp(Endpoint &ep, const Endpoint &peer, const ConnParams &mine, uint32_t peer_psn);
+// The same for another QP of ep (Endpoint::new_qp), connected to QP number
+// peer_qpn of peer.
+void connect_qp(Endpoint &ep, ibv_qp *qp, const Endpoint &peer, uint32_t peer_qpn, const ConnParams &mine,
+		uint32_t peer_psn);
 // Both directions: a <-> b.
 void connect_pair(Endpoint &a, Endpoint &b, const ConnParams &pa, const ConnParams &pb);
 // Path MTU: min of both ports' active_mtu, or the --mtu value if nonzero.
@@ -140,6 +152,29 @@ ibv_mtu pick_mtu(const Endpoint &a, const Endpoint &b, int mtu_bytes);
 
 ibv_qp_state qp_state(ibv_qp *qp);
 void modify_state(ibv_qp *qp, ibv_qp_state st);
+
+// --- the options every program takes -------------------------------------------
+
+// --dev-a NAME --dev-b NAME --gid-a N|auto --gid-b N|auto --ipv6 --mtu BYTES
+// --use-event, for programs that parse them with common_longopts() and
+// parse_common_opt() (rc_mw; the older programs have their own copies).
+struct CommonOptions {
+	DevSpec a, b;
+	bool ipv6 = false;
+	int mtu = 0; // 0: the smaller active_mtu
+	bool use_event = false;
+};
+// getopt_long values of the common options: kCommonOptFirst and up (keep a
+// program's own option values below it).
+constexpr int kCommonOptFirst = 0x1000;
+// The common entries followed by extra (which must end with the all-zero
+// terminator).
+std::vector<option> common_longopts(std::initializer_list<option> extra);
+// If c (a getopt_long result) is a common option, apply it (arg: optarg)
+// and return true. Throws on a bad value.
+bool parse_common_opt(CommonOptions &o, int c, const char *arg);
+// Their usage text, two-space indented lines.
+extern const char *const kCommonUsage;
 
 // --- completions ----------------------------------------------------------------
 

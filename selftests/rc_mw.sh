@@ -1,0 +1,87 @@
+#!/bin/bash
+# timeout: 900
+#
+# Memory windows with tools/verbs-tests/rc_mw: type 1 (ibv_bind_mw) and
+# type 2B (IBV_WR_BIND_MW, ibv_wr_bind_mw) windows on an MR registered with
+# IBV_ACCESS_MW_BIND and no remote rights; RDMA WRITE/READ and atomics
+# through them checked byte by byte; accesses one byte outside a window, or
+# needing a right it lacks, or with the MR's own rkey, a stale key (rebind,
+# unbind, LOCAL_INV, SEND_WITH_INV, dealloc) or through another QP (type 2B)
+# refused with REM_ACCESS_ERR; MW_BIND_ERR for bad binds; ibv_dereg_mr EBUSY
+# while windows are bound; EINVAL for bad window types. Each refusal moves
+# rem_access_nak_sent / rcvd_fatal_nak by exactly one (rc_mw checks).
+#
+# Topologies: two sroce devices (veth between two namespaces), IPv4 with
+# polling and IPv6 with completion events; one device (loopback), IPv4.
+# No device may have seen ICRC errors or malformed packets.
+export SR_TAG=mw # name prefix, see lib_sroce.sh
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+
+bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_mw
+nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
+va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
+da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
+
+[[ -x "$bin" ]] || skip "$bin is not built (cmake -S tools/verbs-tests -B build/verbs-tests && cmake --build build/verbs-tests)"
+sr_setup
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+
+ns_create "$nsa"
+ns_create "$nsb"
+ns_create "$nsl"
+veth_pair "$nsa" "$va" "$nsb" "$vb"
+check ip -n "$nsa" addr add 10.81.0.1/24 dev "$va"
+check ip -n "$nsb" addr add 10.81.0.2/24 dev "$vb"
+check ip -n "$nsa" addr add fd81::1/64 dev "$va" nodad
+check ip -n "$nsb" addr add fd81::2/64 dev "$vb" nodad
+sr_dummy "$nsl" "$vl"
+check ip -n "$nsl" addr add 10.82.0.1/24 dev "$vl"
+
+sr_link_add "$nsa" "$da" "$va"
+sr_link_add "$nsb" "$db" "$vb"
+sr_link_add "$nsl" "$dl" "$vl"
+
+wait_gid() { # DEV ADDR
+	wait_for "sr_gid_index $1 $2" 10 || fail "$1 has no RoCE v2 GID for $2"
+}
+wait_gid "$da" 10.81.0.1
+wait_gid "$db" 10.81.0.2
+wait_gid "$da" fd81::1
+wait_gid "$db" fd81::2
+wait_gid "$dl" 10.82.0.1
+
+hwc() { # DEV NAME
+	cat "$SR_SYS/$1/ports/1/hw_counters/$2"
+}
+for d in "$da" "$db" "$dl"; do
+	[[ -r "$SR_SYS/$d/ports/1/hw_counters/rem_access_nak_sent" ]] || fail "$d has no hw counter rem_access_nak_sent"
+done
+
+failed=()
+mw() { # DESCRIPTION ARGS...
+	local what=$1 rc=0
+	shift
+	log "### $what"
+	log "+ $bin $*"
+	timeout 400 "$bin" "$@" || rc=$?
+	[[ $rc == 0 ]] || failed+=("$what (exit $rc)")
+}
+
+mw "two devices, IPv4, polling" --dev-a "$da" --dev-b "$db"
+mw "two devices, IPv6, completion events" --dev-a "$da" --dev-b "$db" --ipv6 --use-event
+mw "loopback on one device, IPv4" --dev-a "$dl" --dev-b "$dl"
+
+for d in "$da" "$db" "$dl"; do
+	for c in rcvd_icrc_err rcvd_malformed; do
+		v=$(hwc "$d" "$c")
+		[[ $v == 0 ]] || failed+=("$d: $c is $v")
+	done
+	log "$d: rem_access_nak_sent $(hwc "$d" rem_access_nak_sent), rcvd_fatal_nak $(hwc "$d" rcvd_fatal_nak)"
+done
+# Every refusal is A (da) accessing B (db).
+(($(hwc "$db" rem_access_nak_sent) > 0)) || failed+=("$db sent no remote access NAK")
+(($(hwc "$da" rem_access_nak_sent) == 0)) || failed+=("$da sent remote access NAKs (it only requests)")
+
+((${#failed[@]} == 0)) || fail "rc_mw failed: $(printf '%s; ' "${failed[@]}")"
+log "all rc_mw runs passed"

@@ -1,0 +1,157 @@
+#!/bin/bash
+# timeout: 900
+#
+# XRC (eXtended Reliable Connected transport) with libibverbs' own
+# ibv_xsrq_pingpong: the server opens an XRC domain, creates one XRC SRQ and
+# one XRC target QP (IBV_QPT_XRC_RECV) per client plus an XRC initiator QP
+# (IBV_QPT_XRC_SEND) for its replies; each client does the same, and every
+# SEND names the peer's XRC SRQ in its XRCETH. rdma_rxe has no XRC at all.
+#  - two sroce devices in two namespaces on a veth pair, over their IPv4 and
+#    IPv6 RoCE v2 GIDs, with 1 to 4 clients at once;
+#  - one sroce device on a dummy netdev, server and clients on the same device;
+#  - message sizes 1 B to 64 KiB at path MTU 1024 (up to 64 packets per
+#    SEND, each with its XRCETH), -e (completion events).
+# Each run must exit 0 on every side, each side must print "success", and the
+# server's device must have received at least the packets the run implies
+# (ibv_xsrq_pingpong does not look at the data: the pyverbs suite's XRC
+# tests, run by pyverbs_suite, check payloads).
+SR_TAG=xs
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+
+[[ $EUID == 0 ]] || skip "needs root"
+[[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
+require_cmd ip rdma ss ibv_xsrq_pingpong timeout
+
+tmp=$(mktemp -d)
+defer rm -rf "$tmp"
+failures=0
+next_port=19800
+
+v4a=192.0.2.1 v4b=192.0.2.2 v6a=2001:db8::1 v6b=2001:db8::2
+v4l=198.51.100.1 v6l=2001:db8:1::1
+
+sr_module_use
+sr_have_provider || skip "the provider build/user/libsroce-rdmav34.so is not built"
+nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
+va=${SR_ID}va vb=${SR_ID}vb dl=${SR_ID}dl
+deva=${SR_ID}s0 devb=${SR_ID}s1 devl=${SR_ID}sl
+ns_create "$nsa"
+ns_create "$nsb"
+ns_create "$nsl"
+veth_pair "$nsa" "$va" "$nsb" "$vb"
+check ip -n "$nsa" addr add "$v4a/24" dev "$va"
+check ip -n "$nsb" addr add "$v4b/24" dev "$vb"
+check ip -n "$nsa" addr add "$v6a/64" dev "$va" nodad
+check ip -n "$nsb" addr add "$v6b/64" dev "$vb" nodad
+check ip -n "$nsl" link set lo up
+sr_dummy "$nsl" "$dl"
+check ip -n "$nsl" addr add "$v4l/24" dev "$dl"
+check ip -n "$nsl" addr add "$v6l/64" dev "$dl" nodad
+sr_link_add "$nsa" "$deva" "$va"
+sr_link_add "$nsb" "$devb" "$vb"
+sr_link_add "$nsl" "$devl" "$dl"
+
+gid_of() { # gid_of DEV ADDR: wait for DEV's RoCE v2 GID of ADDR, print its index
+	wait_for "sr_gid_index $1 $2" 10 || fail "$1: no RoCE v2 GID for $2: $(sr_gids "$1")"
+	sr_gid_index "$1" "$2"
+}
+ga4=$(gid_of "$deva" "$v4a") gb4=$(gid_of "$devb" "$v4b")
+ga6=$(gid_of "$deva" "$v6a") gb6=$(gid_of "$devb" "$v6b")
+gl4=$(gid_of "$devl" "$v4l") gl6=$(gid_of "$devl" "$v6l")
+log "GIDs: $deva v4 #$ga4 v6 #$ga6; $devb v4 #$gb4 v6 #$gb6; $devl v4 #$gl4 v6 #$gl6"
+sr_dmesg_mark
+
+untrapped() {
+	trap - ERR
+	"$@"
+}
+
+listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
+rx_pkts() { cat "$SR_SYS/$1/ports/1/hw_counters/rcvd_pkts"; }
+
+# xp TAG SIZE ITERS NCLI SNS SDEV SGID CNS CDEV CGID ADDR [ARGS...]: one
+# ibv_xsrq_pingpong server with -c NCLI and NCLI clients at once, all with
+# -s SIZE -n ITERS -m 1024 ARGS. Counts a failure rather than ending the test.
+xp() {
+	local tag=$1 size=$2 iters=$3 ncli=$4 sns=$5 sdev=$6 sgid=$7 cns=$8
+	local cdev=$9 cgid=${10} addr=${11}
+	shift 11
+	local port=$((next_port++)) spid rc=0 i t0 why='' rx0 rx1 want
+	local -a common=(ibv_xsrq_pingpong -p "$port" -s "$size" -n "$iters" -m 1024 "$@")
+	local -a cpids=()
+	log "--- $tag: size $size, $iters tests per client, $ncli clients${*:+, $*}"
+	rx0=$(rx_pkts "$sdev")
+	t0=$SECONDS
+	untrapped ns_exec "$sns" timeout 150 "${common[@]}" -c "$ncli" -d "$sdev" -g "$sgid" \
+		>"$tmp/$tag.srv" 2>&1 &
+	spid=$!
+	if ! wait_for "listening $sns $port" 20; then
+		kill "$spid" 2>/dev/null || true
+		wait "$spid" 2>/dev/null || true
+		why="server did not listen on TCP $port"
+	else
+		for ((i = 0; i < ncli; i++)); do
+			untrapped ns_exec "$cns" timeout 120 "${common[@]}" -d "$cdev" -g "$cgid" "$addr" \
+				>"$tmp/$tag.cli$i" 2>&1 &
+			cpids+=($!)
+		done
+		for ((i = 0; i < ncli; i++)); do
+			rc=0
+			wait "${cpids[i]}" || rc=$?
+			[[ $rc == 0 ]] || why="${why:+$why, }client $i exited with $rc"
+		done
+		[[ -z "$why" ]] || { sleep 1; kill "$spid" 2>/dev/null || true; }
+		rc=0
+		wait "$spid" || rc=$?
+		[[ $rc == 0 ]] || why="${why:+$why, }server exited with $rc"
+	fi
+	if [[ -z "$why" ]]; then
+		for f in "$tmp/$tag".*; do
+			grep -qx success "$f" || { why="${f##*.}: no 'success' line"; break; }
+		done
+	fi
+	if [[ -z "$why" ]]; then
+		# Every client's SENDs reach the server's SRQ: ITERS messages of
+		# ceil(SIZE / 1024) packets each, at least.
+		rx1=$(rx_pkts "$sdev")
+		want=$((ncli * iters * ((size + 1023) / 1024)))
+		((size > 0)) || want=$((ncli * iters))
+		((rx1 - rx0 >= want)) ||
+			why="$sdev received $((rx1 - rx0)) packets, want at least $want"
+	fi
+	if [[ -n "$why" ]]; then
+		failures=$((failures + 1))
+		log "NOT OK: $tag: $why"
+		for f in "$tmp/$tag".*; do sed "s/^/  ${f##*.}| /" "$f"; done
+		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
+		return 0
+	fi
+	log "ok: $tag ($((SECONDS - t0))s, $sdev received $((rx1 - rx0)) packets)"
+}
+
+xp4() { xp "$1" "$2" "$3" "$4" "$nsa" "$deva" "$ga4" "$nsb" "$devb" "$gb4" "$v4a" "${@:5}"; }
+xp6() { xp "$1" "$2" "$3" "$4" "$nsa" "$deva" "$ga6" "$nsb" "$devb" "$gb6" "$v4a" "${@:5}"; }
+xpl() { xp "$1" "$2" "$3" "$4" "$nsl" "$devl" "$gl4" "$nsl" "$devl" "$gl4" 127.0.0.1 "${@:5}"; }
+xpl6() { xp "$1" "$2" "$3" "$4" "$nsl" "$devl" "$gl6" "$nsl" "$devl" "$gl6" 127.0.0.1 "${@:5}"; }
+
+log "=== two namespaces, IPv4 GIDs"
+xp4 v4-c1-1 1 50 1
+xp4 v4-c2-4k 4096 50 2
+xp4 v4-c4-64k 65536 10 4
+xp4 v4-c2-events 4096 50 2 -e
+
+log "=== two namespaces, IPv6 GIDs"
+xp6 v6-c2-4k 4096 50 2
+xp6 v6-c1-64k 65536 10 1
+
+log "=== one device looping back"
+xpl lo-v4-c2-4k 4096 50 2
+xpl6 lo-v6-c2-64k 65536 10 2 -e
+
+if sr_dmesg_since | grep -qi sroce; then
+	log "kernel log lines about sroce during the test:"
+	sr_dmesg_since | grep -i sroce | tail -n 20 | sed 's/^/  dmesg| /'
+fi
+[[ $failures == 0 ]] || fail "$failures xsrq_pingpong check(s) failed (see NOT OK above)"
+log "all ibv_xsrq_pingpong runs passed"

@@ -156,6 +156,12 @@ enum sroce_wr_opcode {
 	SROCE_WR_LOCAL_INV		= 7,
 	SROCE_WR_BIND_MW		= 8,
 	SROCE_WR_SEND_WITH_INV		= 9,
+	/*
+	 * IBTA 1.5 ATOMIC_WRITE (RC, XRC): rkey/remote_addr as for RDMA
+	 * WRITE; the 8-byte value is in compare_add, copied byte for byte from
+	 * the user's buffer (send it unswapped); no SGEs, no inline data.
+	 */
+	SROCE_WR_ATOMIC_WRITE		= 15,
 	/* Kernel consumers only (IB_WR_REG_MR); never valid in a user ring. */
 	SROCE_WR_REG_MR			= 0x20,
 };
@@ -188,7 +194,7 @@ struct sroce_send_wqe {
 	__aligned_u64 compare_add;	/* atomics: compare (CAS) or add (FAA) */
 	__aligned_u64 swap;		/* atomics: swap (CAS) */
 	__u32 ah;			/* UD: sroce_create_ah_resp.ah_num */
-	__u32 remote_qpn;		/* UD */
+	__u32 remote_qpn;		/* UD; XRC_SEND: the remote XRC SRQ number */
 	__u32 remote_qkey;		/* UD */
 	__u32 reserved;
 };
@@ -207,6 +213,9 @@ struct sroce_recv_wqe {
 #define SROCE_WC_F_WITH_IMM		(1U << 1)
 #define SROCE_WC_F_IP_CSUM_OK		(1U << 2)
 #define SROCE_WC_F_WITH_INV		(1U << 3)
+
+/* IBV_WC_ATOMIC_WRITE: a completion opcode the 6.1 kernel has no name for. */
+#define SROCE_WC_ATOMIC_WRITE		9
 
 /*
  * Completion entry. status and opcode use the ibv_wc_status / ibv_wc_opcode

@@ -65,6 +65,10 @@ struct sroce_dev {
 	/* Address handles by number (see sroce_ah.h); IRQ-safe lock. */
 	struct xarray ah_xa;
 	u32 ah_next;
+
+	/* XRC SRQs by SRQ number, looked up under RCU by XRC responders. */
+	struct xarray srq_xa;
+	u32 srq_next;
 };
 
 static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)
@@ -85,6 +89,11 @@ static inline struct ib_ucontext *sroce_uctx(struct ib_udata *udata)
 
 struct sroce_pd {
 	struct ib_pd ibpd;
+};
+
+/* An XRC domain: nothing of its own; SRQs and TGT QPs point at it. */
+struct sroce_xrcd {
+	struct ib_xrcd ibxrcd;
 };
 
 /* sroce_dev.c */

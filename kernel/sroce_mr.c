@@ -149,7 +149,7 @@ int sroce_mr_check(struct sroce_mr *mr, struct ib_pd *pd, u64 va, u64 len,
 {
 	if (mr->ibmr.pd != pd)
 		return -EACCES;
-	if ((mr->access & access) != access)
+	if ((READ_ONCE(mr->access) & access) != access)
 		return -EACCES;
 	if (mr->type == SROCE_MR_DMA)
 		return 0;
@@ -504,6 +504,53 @@ err_umem:
 err_free:
 	kfree(mr);
 	return ERR_PTR(err);
+}
+
+/*
+ * sroce_rereg_user_mr - ibv_rereg_mr()
+ *
+ * A new PD or new rights change the MR in place (the core switches
+ * ibmr.pd; the data path reads @access once per check). A new translation
+ * means other pages: a new MR with new keys, which the core swaps in for
+ * this one and then deregisters this one. IBTA: not while windows are bound.
+ */
+struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+	struct ib_mr *new_mr;
+	unsigned long irqf;
+
+	if (mr->type != SROCE_MR_USER)
+		return ERR_PTR(-EINVAL);
+	if ((flags & IB_MR_REREG_ACCESS) &&
+	    (access & ~SROCE_MR_ACCESS_SUPPORTED))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+
+	spin_lock_irqsave(&mr->lock, irqf);
+	if (mr->num_mw) {
+		spin_unlock_irqrestore(&mr->lock, irqf);
+		return ERR_PTR(-EBUSY);
+	}
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		WRITE_ONCE(mr->access, access);
+		spin_unlock_irqrestore(&mr->lock, irqf);
+		return NULL;
+	}
+	/* No window may bind to the MR that is about to be replaced. */
+	mr->dead = true;
+	spin_unlock_irqrestore(&mr->lock, irqf);
+
+	new_mr = sroce_reg_user_mr(pd, start, length, iova, access, udata);
+	if (IS_ERR(new_mr)) {
+		spin_lock_irqsave(&mr->lock, irqf);
+		mr->dead = false;
+		spin_unlock_irqrestore(&mr->lock, irqf);
+	}
+	return new_mr;
 }
 
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)

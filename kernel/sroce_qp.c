@@ -70,6 +70,12 @@ static int sroce_qp_check_cap(struct ib_qp_init_attr *init,
 	case IB_QPT_RC:
 	case IB_QPT_UC:
 	case IB_QPT_UD:
+	case IB_QPT_XRC_INI:
+		break;
+	case IB_QPT_XRC_TGT:
+		/* The core creates it for the XRC domain, never with udata. */
+		if (udata || !init->xrcd)
+			return -EINVAL;
 		break;
 	case IB_QPT_GSI:
 		/* QP1 of port 1, for the kernel's MAD layer only. */
@@ -114,8 +120,9 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->resp_lock);
 	spin_lock_init(&qp->rq_post_lock);
 	qp->state = IB_QPS_RESET;
-	qp->scq = to_scq(init->send_cq);
-	qp->rcq = to_scq(init->recv_cq);
+	qp->scq = init->send_cq ? to_scq(init->send_cq) : NULL;
+	qp->rcq = init->recv_cq ? to_scq(init->recv_cq) : NULL;
+	qp->xrcd = init->xrcd;
 	qp->max_send_sge = max_t(u32, cap->max_send_sge, 1);
 	qp->max_recv_sge = max_t(u32, cap->max_recv_sge, 1);
 	qp->max_inline = cap->max_inline_data;
@@ -143,11 +150,22 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_sq;
 	}
 	qp->srq = to_ssrq(init->srq);
-	if (qp->srq) {
-		/* Receives come from the SRQ: a token RQ, never mapped. */
+	if (qp->srq || !sroce_qp_has_rq(qp)) {
+		/*
+		 * Receives come from an SRQ (an XRC target's: the one each
+		 * request names), or there are none (XRC initiator): a token
+		 * RQ, never mapped.
+		 */
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
-		qp->max_recv_sge = qp->srq->max_sge;
+		qp->max_recv_sge = qp->srq ? qp->srq->max_sge :
+				   SROCE_MAX_SRQ_SGE;
+	}
+	if (init->qp_type == IB_QPT_XRC_TGT) {
+		/* It only responds. */
+		cap->max_send_wr = 0;
+		cap->max_send_sge = 0;
+		cap->max_inline_data = 0;
 	}
 	err = sroce_queue_init(&qp->rq, max_t(u32, cap->max_recv_wr, 1),
 			       sroce_rq_slot_size(qp->max_recv_sge));
@@ -161,16 +179,16 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	/* What the queues really hold goes back to the caller. */
 	cap->max_send_wr = qp->sq.num_slots;
-	cap->max_recv_wr = qp->srq ? 0 : qp->rq.num_slots;
+	cap->max_recv_wr = sroce_qp_has_rq(qp) ? qp->rq.num_slots : 0;
 	cap->max_send_sge = qp->max_send_sge;
-	cap->max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
+	cap->max_recv_sge = sroce_qp_has_rq(qp) ? qp->max_recv_sge : 0;
 	cap->max_inline_data = sroce_queue_slot_size(&qp->sq) -
 			       SROCE_SEND_WQE_HDR_SIZE;
 	qp->max_inline = cap->max_inline_data;
 
 	if (udata) {
 		err = sroce_queue_map(&qp->sq, sroce_uctx(udata), &resp.sq_mi);
-		if (!err && !qp->srq)
+		if (!err && sroce_qp_has_rq(qp))
 			err = sroce_queue_map(&qp->rq, sroce_uctx(udata),
 					      &resp.rq_mi);
 		if (err)
@@ -422,9 +440,9 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	spin_unlock_bh(&qp->state_lock);
 
 	attr->cap.max_send_wr = qp->sq.num_slots;
-	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.num_slots;
+	attr->cap.max_recv_wr = sroce_qp_has_rq(qp) ? qp->rq.num_slots : 0;
 	attr->cap.max_send_sge = qp->max_send_sge;
-	attr->cap.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
+	attr->cap.max_recv_sge = sroce_qp_has_rq(qp) ? qp->max_recv_sge : 0;
 	attr->cap.max_inline_data = qp->max_inline;
 	attr->sq_draining = 0;
 
@@ -665,9 +683,9 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
-	if (qp->is_user || qp->srq) {
+	if (qp->is_user || !sroce_qp_has_rq(qp)) {
 		*bad_wr = wr;
-		return qp->srq ? -EINVAL : -EOPNOTSUPP;
+		return qp->is_user ? -EOPNOTSUPP : -EINVAL;
 	}
 
 	spin_lock_irqsave(&qp->rq_post_lock, flags);

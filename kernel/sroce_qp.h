@@ -97,6 +97,7 @@ struct sroce_rd_res {
 	u32 len;
 	u32 sent;		/* READ: bytes sent */
 	u32 start;		/* READ: where this execution started */
+	struct ib_pd *pd;	/* READ: whose MRs (an XRC target's vary) */
 	u64 atomic_orig;	/* atomic: the result to replay */
 };
 
@@ -120,8 +121,9 @@ struct sroce_qp {
 	u32 mtu;			/* path MTU in bytes */
 	struct sroce_av av;
 
-	struct sroce_cq *scq;
-	struct sroce_cq *rcq;
+	struct sroce_cq *scq;		/* NULL for an XRC target */
+	struct sroce_cq *rcq;		/* NULL for XRC QPs */
+	struct ib_xrcd *xrcd;		/* XRC target: its domain */
 
 	/* send side */
 	spinlock_t sq_lock;
@@ -173,6 +175,13 @@ struct sroce_qp {
 		u32 write_rkey;
 		u32 write_resid;
 		u32 write_len;		/* RETH length of the current WRITE */
+		/*
+		 * XRC target: the SRQ the request being executed names (a
+		 * reference, held for one packet) and the number the current
+		 * SEND started with.
+		 */
+		struct sroce_srq *xsrq;
+		u32 xsrqn;
 		struct sroce_rd_res *res;
 		u32 nres;		/* max_dest_rd_atomic slots */
 		u32 res_head;		/* next slot to use */
@@ -196,6 +205,19 @@ static inline void *sroce_sq_shadow(struct sroce_qp *qp, u32 idx)
 static inline bool sroce_qp_is_ud(const struct sroce_qp *qp)
 {
 	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
+/* XRC QPs: initiators only send, targets only respond. */
+static inline bool sroce_qp_is_xrc(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_XRC_INI ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+}
+
+/* Has a receive queue of its own. */
+static inline bool sroce_qp_has_rq(const struct sroce_qp *qp)
+{
+	return !qp->srq && !sroce_qp_is_xrc(qp);
 }
 
 static inline struct sroce_wqe_st *sroce_wst(struct sroce_qp *qp, u32 idx)

@@ -57,6 +57,9 @@ static u32 sroce_wqe_len(const struct sroce_send_wqe *w)
 
 	if (sroce_wqe_is_local(w->opcode))
 		return 0;
+	/* The 8 bytes travel in the WQE (compare_add). */
+	if (w->opcode == SROCE_WR_ATOMIC_WRITE)
+		return SROCE_ATOMIC_WRITE_LEN;
 	if (w->flags & SROCE_SEND_INLINE)
 		return w->inline_len;
 	for (i = 0; i < w->num_sge; i++)
@@ -136,6 +139,10 @@ static bool sroce_req_fetch_one(struct sroce_qp *qp, u32 idx)
 		if (w->flags & SROCE_SEND_INLINE || sroce_wqe_len(w) < 8)
 			return false;
 		break;
+	case SROCE_WR_ATOMIC_WRITE:
+		if (qp->ibqp.qp_type == IB_QPT_UC)
+			return false;
+		break;
 	case SROCE_WR_LOCAL_INV:
 	case SROCE_WR_BIND_MW:
 		break;
@@ -197,6 +204,8 @@ static enum ib_wc_opcode sroce_wc_opcode(u8 op)
 		return IB_WC_REG_MR;
 	case SROCE_WR_BIND_MW:
 		return IB_WC_BIND_MW;
+	case SROCE_WR_ATOMIC_WRITE:
+		return SROCE_WC_ATOMIC_WRITE;
 	default:
 		return IB_WC_SEND;
 	}
@@ -209,7 +218,8 @@ static enum ib_wc_opcode sroce_wc_opcode(u8 op)
  */
 static void sroce_req_fail(struct sroce_qp *qp)
 {
-	if (qp->ibqp.qp_type == IB_QPT_RC)
+	if (qp->ibqp.qp_type == IB_QPT_RC ||
+	    qp->ibqp.qp_type == IB_QPT_XRC_INI)
 		sroce_qp_error(qp);
 	else
 		sroce_qp_sq_error(qp);
@@ -397,6 +407,8 @@ static u8 sroce_req_opcode(u8 wr_op, bool first, bool last)
 		return SROCE_OP_RC_READ_REQ;
 	case SROCE_WR_ATOMIC_CMP_AND_SWP:
 		return SROCE_OP_RC_CMP_SWAP;
+	case SROCE_WR_ATOMIC_WRITE:
+		return SROCE_OP_RC_ATOMIC_WRITE;
 	default:
 		return SROCE_OP_RC_FETCH_ADD;
 	}
@@ -636,6 +648,11 @@ static int sroce_req_one(struct sroce_qp *qp)
 	/* UC opcodes are the RC SEND/WRITE ones in the UC range. */
 	if (uc)
 		pkt->bth.opcode |= SROCE_OP_UC_SEND_FIRST;
+	/* XRC: RC's in the XRC range, to the SRQ the WQE names. */
+	if (qp->ibqp.qp_type == IB_QPT_XRC_INI) {
+		pkt->bth.opcode |= SROCE_TRANSPORT_XRC;
+		pkt->xrc_srqn = w->remote_qpn & SROCE_QPN_MASK;
+	}
 	pkt->bth.pkey = SROCE_DEFAULT_PKEY;
 	pkt->bth.dqpn = qp->attr.dest_qp_num;
 	pkt->bth.psn = qp->req.psn;
@@ -655,6 +672,7 @@ static int sroce_req_one(struct sroce_qp *qp)
 	case SROCE_WR_RDMA_WRITE:
 	case SROCE_WR_RDMA_WRITE_WITH_IMM:
 	case SROCE_WR_RDMA_READ:
+	case SROCE_WR_ATOMIC_WRITE:
 		pkt->reth.va = w->remote_addr;
 		pkt->reth.rkey = w->rkey;
 		pkt->reth.len = len;
@@ -702,7 +720,9 @@ static int sroce_req_one(struct sroce_qp *qp)
 		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);
 		return 0;
 	}
-	if (plen) {
+	if (w->opcode == SROCE_WR_ATOMIC_WRITE) {
+		memcpy(tp.payload, &w->compare_add, SROCE_ATOMIC_WRITE_LEN);
+	} else if (plen) {
 		status = sroce_wqe_data(qp, w, off, tp.payload, plen,
 					SROCE_FROM_MR, 0);
 		if (status) {

@@ -91,6 +91,9 @@ static void sroce_resp_send_aeth(struct sroce_qp *qp, u8 opcode, u32 psn,
 {
 	struct sroce_txpkt tp = {};
 
+	/* An XRC target answers with the XRC ACK opcodes (0xb1, 0xb2). */
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT)
+		opcode |= SROCE_TRANSPORT_XRC;
 	tp.pkt.bth.opcode = opcode;
 	tp.pkt.bth.pkey = SROCE_DEFAULT_PKEY;
 	tp.pkt.bth.dqpn = qp->attr.dest_qp_num;
@@ -124,18 +127,41 @@ static void sroce_resp_nak(struct sroce_qp *qp, u32 psn,
 	sroce_resp_send_aeth(qp, SROCE_OP_RC_ACK, psn, sroce_aeth_nak(code), 0);
 }
 
+/*
+ * The receive side a request uses: the QP's own, or for an XRC target the
+ * SRQ its XRCETH names, with that SRQ's CQ and PD (IBTA 9.8.5.2).
+ */
+static struct sroce_srq *sroce_resp_srq(const struct sroce_qp *qp)
+{
+	return qp->srq ? qp->srq : qp->resp.xsrq;
+}
+
+static struct ib_pd *sroce_resp_pd(const struct sroce_qp *qp)
+{
+	return qp->resp.xsrq ? qp->resp.xsrq->ibsrq.pd : qp->ibqp.pd;
+}
+
+static struct sroce_cq *sroce_resp_cq(const struct sroce_qp *qp)
+{
+	return qp->resp.xsrq ? to_scq(qp->resp.xsrq->ibsrq.ext.cq) : qp->rcq;
+}
+
 /* Post @cqe for the current receive WQE and free it. resp_lock held. */
 static void sroce_resp_post_cqe(struct sroce_qp *qp, struct sroce_cqe *cqe,
 				bool solicited)
 {
+	struct sroce_cq *cq = sroce_resp_cq(qp);
+
 	cqe->wr_id = ((struct sroce_recv_wqe *)qp->resp.rwqe)->wr_id;
-	if (!qp->srq) {
+	if (sroce_qp_has_rq(qp)) {
 		qp->rq.kidx++;
 		sroce_queue_publish_consumer(&qp->rq);
 	}
 	qp->resp.rwqe_held = false;
 	qp->resp.in_send = false;
-	sroce_cq_post(qp->rcq, cqe, &qp->ibqp, solicited);
+	/* An XRC target's WQE whose SRQ went away completes nowhere. */
+	if (cq)
+		sroce_cq_post(cq, cqe, &qp->ibqp, solicited);
 }
 
 /* Post a receive completion and free the receive WQE. resp_lock held. */
@@ -176,8 +202,8 @@ static int sroce_resp_get_rwqe(struct sroce_qp *qp)
 		qp->resp.rwqe_offset = 0;
 		return 1;
 	}
-	if (qp->srq) {
-		n = sroce_srq_take(qp->srq, rw);
+	if (sroce_resp_srq(qp)) {
+		n = sroce_srq_take(sroce_resp_srq(qp), rw);
 		if (n > 0) {
 			qp->resp.rwqe_held = true;
 			qp->resp.rwqe_offset = 0;
@@ -205,7 +231,7 @@ static int sroce_resp_place(struct sroce_qp *qp, const u8 *data, u32 len)
 {
 	struct sroce_recv_wqe *rw = (void *)qp->resp.rwqe;
 
-	return sroce_sge_copy(qp->sdev, qp->ibqp.pd, (const void *)(rw + 1),
+	return sroce_sge_copy(qp->sdev, sroce_resp_pd(qp), (const void *)(rw + 1),
 			      rw->num_sge, qp->resp.rwqe_offset, (void *)data,
 			      len, SROCE_TO_MR, IB_ACCESS_LOCAL_WRITE,
 			      &qp->resp.rwqe_offset);
@@ -215,8 +241,9 @@ static int sroce_resp_place(struct sroce_qp *qp, const u8 *data, u32 len)
  * Look up and check an rkey for a remote access. Returns the MR with a
  * reference, or NULL (remote access error).
  */
-static struct sroce_mr *sroce_resp_rkey(struct sroce_qp *qp, u32 rkey, u64 va,
-					u64 len, int access)
+static struct sroce_mr *sroce_resp_rkey_pd(struct sroce_qp *qp,
+					   struct ib_pd *pd, u32 rkey, u64 va,
+					   u64 len, int access)
 {
 	if (!(qp->attr.qp_access_flags & access))
 		return NULL;
@@ -225,8 +252,15 @@ static struct sroce_mr *sroce_resp_rkey(struct sroce_qp *qp, u32 rkey, u64 va,
 	 * rights only when its owner asked for them (IB_PD_UNSAFE_GLOBAL_RKEY);
 	 * the PD check keeps every user QP away from it.
 	 */
-	return sroce_mr_get_remote(qp->sdev, qp->ibqp.pd, qp->ibqp.qp_num,
-				   rkey, va, len, access);
+	return sroce_mr_get_remote(qp->sdev, pd, qp->ibqp.qp_num, rkey, va,
+				   len, access);
+}
+
+static struct sroce_mr *sroce_resp_rkey(struct sroce_qp *qp, u32 rkey, u64 va,
+					u64 len, int access)
+{
+	return sroce_resp_rkey_pd(qp, sroce_resp_pd(qp), rkey, va, len,
+				  access);
 }
 
 enum sroce_resp_verdict {
@@ -274,7 +308,7 @@ static enum sroce_resp_verdict sroce_resp_send(struct sroce_qp *qp,
 		ex = (__force u32)cpu_to_be32(pkt->imm);
 	} else if (pkt->info->hdrs & SROCE_HDR_IETH) {
 		/* Remote invalidation: a fast-reg MR of this QP's PD. */
-		if (sroce_mr_invalidate(qp->sdev, qp->ibqp.pd,
+		if (sroce_mr_invalidate(qp->sdev, sroce_resp_pd(qp),
 					qp->ibqp.qp_num, pkt->ieth_rkey,
 					true)) {
 			sroce_resp_complete_recv(qp, IB_WC_REM_INV_REQ_ERR,
@@ -355,6 +389,41 @@ static enum sroce_resp_verdict sroce_resp_write(struct sroce_qp *qp,
 	return SROCE_RESP_OK;
 }
 
+/*
+ * ATOMIC_WRITE (IBTA 1.5): RETH plus exactly 8 bytes, written to an aligned
+ * u64 with one store, so no reader ever sees half of it. Needs remote
+ * write rights; acknowledged, and deduplicated, like an RDMA WRITE.
+ */
+static enum sroce_resp_verdict
+sroce_resp_atomic_write(struct sroce_qp *qp, const struct sroce_pkt *pkt,
+			const u8 *payload)
+{
+	struct sroce_mr *mr;
+	struct page *page;
+	u64 *p, val;
+
+	if (qp->resp.in_write || pkt->reth.len != SROCE_ATOMIC_WRITE_LEN ||
+	    pkt->payload_len != SROCE_ATOMIC_WRITE_LEN ||
+	    !sroce_atomic_aligned(pkt->reth.va))
+		return SROCE_RESP_NAK_INV;
+	mr = sroce_resp_rkey(qp, pkt->reth.rkey, pkt->reth.va,
+			     SROCE_ATOMIC_WRITE_LEN, IB_ACCESS_REMOTE_WRITE);
+	if (!mr)
+		return SROCE_RESP_NAK_ACCESS;
+	p = sroce_mr_atomic_ptr(mr, pkt->reth.va, &page);
+	if (!p) {
+		sroce_mr_put(mr);
+		return SROCE_RESP_NAK_OP;
+	}
+	memcpy(&val, payload, sizeof(val));
+	WRITE_ONCE(*p, val);
+	if (page)
+		kunmap_local(p);
+	sroce_mr_put(mr);
+	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
+	return SROCE_RESP_OK;
+}
+
 static struct sroce_rd_res *sroce_resp_res_alloc(struct sroce_qp *qp)
 {
 	struct sroce_rd_res *res;
@@ -393,6 +462,7 @@ static enum sroce_resp_verdict sroce_resp_read(struct sroce_qp *qp,
 	res->va = pkt->reth.va;
 	res->rkey = pkt->reth.rkey;
 	res->len = pkt->reth.len;
+	res->pd = sroce_resp_pd(qp);
 	res->sent = 0;
 	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
 	sroce_resp_start_read(qp, res);
@@ -561,6 +631,34 @@ static void sroce_resp_uc(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 }
 
 /*
+ * XRC target (IBTA 9.8.5.2): the XRCETH names the SRQ a request uses - its
+ * receive WQEs, its CQ, and its PD for every R_Key and L_Key check. It
+ * must belong to the QP's XRC domain, and a SEND keeps the SRQ it started
+ * with. Holds the SRQ in resp.xsrq for this packet. resp_lock held.
+ */
+static enum sroce_resp_verdict sroce_resp_xrc_begin(struct sroce_qp *qp,
+						    const struct sroce_pkt *pkt)
+{
+	struct sroce_srq *srq = sroce_xsrq_get(qp->sdev, pkt->xrc_srqn);
+	u8 pos = pkt->info->pos;
+
+	if (!srq)
+		return SROCE_RESP_NAK_INV;
+	if (srq->ibsrq.ext.xrc.xrcd != qp->xrcd) {
+		sroce_srq_put(srq);
+		return SROCE_RESP_NAK_INV;
+	}
+	qp->resp.xsrq = srq;
+	if (pkt->info->kind == SROCE_KIND_SEND) {
+		if (pos == SROCE_POS_FIRST || pos == SROCE_POS_ONLY)
+			qp->resp.xsrqn = pkt->xrc_srqn;
+		else if (pkt->xrc_srqn != qp->resp.xsrqn)
+			return SROCE_RESP_NAK_INV;
+	}
+	return SROCE_RESP_OK;
+}
+
+/*
  * Execute one request, resp_lock held. Returns true if the QP must go to
  * the error state (the caller does that after dropping the lock, with the
  * affiliated async event in *@event).
@@ -592,6 +690,11 @@ static bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 	}
 	qp->resp.nak_sent = false;
 
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT) {
+		v = sroce_resp_xrc_begin(qp, pkt);
+		if (v != SROCE_RESP_OK)
+			goto verdict;
+	}
 	switch (pkt->info->kind) {
 	case SROCE_KIND_SEND:
 		v = sroce_resp_send(qp, pkt, payload);
@@ -602,12 +705,20 @@ static bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 	case SROCE_KIND_READ_REQ:
 		v = sroce_resp_read(qp, pkt);
 		break;
+	case SROCE_KIND_ATOMIC_WRITE:
+		v = sroce_resp_atomic_write(qp, pkt, payload);
+		break;
 	case SROCE_KIND_ATOMIC:
 		v = sroce_resp_atomic(qp, pkt);
 		break;
 	default:
 		v = SROCE_RESP_NAK_INV;
 		break;
+	}
+verdict:
+	if (qp->resp.xsrq) {
+		sroce_srq_put(qp->resp.xsrq);
+		qp->resp.xsrq = NULL;
 	}
 
 	switch (v) {
@@ -786,6 +897,8 @@ static bool sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
 				    first ? SROCE_OP_RC_READ_RESP_FIRST :
 				    last ? SROCE_OP_RC_READ_RESP_LAST :
 				    SROCE_OP_RC_READ_RESP_MIDDLE;
+		if (qp->ibqp.qp_type == IB_QPT_XRC_TGT)
+			tp.pkt.bth.opcode |= SROCE_TRANSPORT_XRC;
 		tp.pkt.bth.pkey = SROCE_DEFAULT_PKEY;
 		tp.pkt.bth.dqpn = qp->attr.dest_qp_num;
 		tp.pkt.bth.psn = r->next_psn;
@@ -795,8 +908,8 @@ static bool sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
 
 		if (len) {
 			/* Re-checked per packet: the MR may be going away. */
-			mr = sroce_resp_rkey(qp, r->rkey, va, len,
-					     IB_ACCESS_REMOTE_READ);
+			mr = sroce_resp_rkey_pd(qp, r->pd, r->rkey, va, len,
+						IB_ACCESS_REMOTE_READ);
 			if (!mr)
 				return true;
 		}
@@ -887,7 +1000,7 @@ void sroce_resp_work(struct work_struct *work)
 void sroce_resp_flush(struct sroce_qp *qp)
 {
 	spin_lock_bh(&qp->resp_lock);
-	if (qp->srq) {
+	if (!sroce_qp_has_rq(qp)) {
 		/* Only the WQE this QP took; the rest belong to the SRQ. */
 		if (qp->resp.rwqe_held)
 			sroce_resp_complete_recv(qp, IB_WC_WR_FLUSH_ERR,

@@ -62,6 +62,26 @@ static bool sroce_rx_pkey_ok(u16 pkey)
 	return (pkey & 0x7fff) == 0x7fff;
 }
 
+/* May @pkt's opcode arrive at this connected QP? */
+static bool sroce_rx_qp_accepts(const struct sroce_qp *qp,
+				const struct sroce_pkt *pkt)
+{
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_RC:
+		return pkt->info->qpts & SROCE_QPT_RC;
+	case IB_QPT_UC:
+		return pkt->info->qpts & SROCE_QPT_UC;
+	case IB_QPT_XRC_INI:
+		/* XRC initiators only send: they take responses... */
+		return pkt->info->qpts & SROCE_QPT_XRC && !pkt->info->request;
+	case IB_QPT_XRC_TGT:
+		/* ...and targets only respond. */
+		return pkt->info->qpts & SROCE_QPT_XRC && pkt->info->request;
+	default:
+		return false;
+	}
+}
+
 static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 			      const struct sroce_pkt *pkt, const u8 *payload)
 {
@@ -95,8 +115,7 @@ static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 			sroce_resp_ud_rcv(qp, skb, pkt, payload);
 		goto out;
 	}
-	if (!(qp->ibqp.qp_type == IB_QPT_RC && pkt->info->qpts & SROCE_QPT_RC) &&
-	    !(qp->ibqp.qp_type == IB_QPT_UC && pkt->info->qpts & SROCE_QPT_UC)) {
+	if (!sroce_rx_qp_accepts(qp, pkt)) {
 		sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_OPCODE);
 		goto out;
 	}

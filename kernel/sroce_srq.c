@@ -10,6 +10,7 @@
 #include "sroce.h"
 #include "sroce_param.h"
 #include "sroce_srq.h"
+#include "proto/sroce_hdr.h"
 
 static u32 sroce_srq_slot_size(u32 max_sge)
 {
@@ -67,6 +68,31 @@ out:
 	return ret;
 }
 
+/**
+ * sroce_xsrq_get - look up an XRC SRQ by number and take a reference
+ * @sdev: the device
+ * @srqn: the number from an XRCETH (untrusted)
+ *
+ * Return: the SRQ or NULL. Release with sroce_srq_put().
+ */
+struct sroce_srq *sroce_xsrq_get(struct sroce_dev *sdev, u32 srqn)
+{
+	struct sroce_srq *srq;
+
+	rcu_read_lock();
+	srq = xa_load(&sdev->srq_xa, srqn);
+	if (srq && !refcount_inc_not_zero(&srq->ref))
+		srq = NULL;
+	rcu_read_unlock();
+	return srq;
+}
+
+void sroce_srq_put(struct sroce_srq *srq)
+{
+	if (refcount_dec_and_test(&srq->ref))
+		complete(&srq->released);
+}
+
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
 {
@@ -76,8 +102,12 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct ib_srq_attr *attr = &init->attr;
 	int err;
 
-	if (init->srq_type != IB_SRQT_BASIC)
+	bool xrc = init->srq_type == IB_SRQT_XRC;
+
+	if (init->srq_type != IB_SRQT_BASIC && !xrc)
 		return -EOPNOTSUPP;
+	if (xrc && (!init->ext.cq || !init->ext.xrc.xrcd))
+		return -EINVAL;
 	if (!attr->max_wr || attr->max_wr > SROCE_MAX_SRQ_WR ||
 	    attr->max_sge > SROCE_MAX_SRQ_SGE)
 		return -EINVAL;
@@ -89,6 +119,8 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	}
 	spin_lock_init(&srq->lock);
 	spin_lock_init(&srq->post_lock);
+	refcount_set(&srq->ref, 1);
+	init_completion(&srq->released);
 	srq->max_sge = max_t(u32, attr->max_sge, 1);
 	srq->is_user = !!udata;
 	err = sroce_queue_init(&srq->q, attr->max_wr,
@@ -100,17 +132,31 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	/* Irrelevant at creation per the verbs spec; honoured like rxe. */
 	if (attr->srq_limit && attr->srq_limit <= srq->q.num_slots)
 		srq->limit = attr->srq_limit;
+	if (xrc) {
+		/* A number now; visible to responders once set up. */
+		err = xa_alloc_cyclic(&sdev->srq_xa, &srq->srqn, NULL,
+				      XA_LIMIT(1, SROCE_QPN_MASK),
+				      &sdev->srq_next, GFP_KERNEL);
+		if (err < 0)
+			goto err_queue;
+		ibsrq->ext.xrc.srq_num = srq->srqn;
+	}
 	if (udata) {
 		err = sroce_queue_map(&srq->q, sroce_uctx(udata), &resp.mi);
 		if (err)
-			goto err_queue;
-		resp.srq_num = 0;
+			goto err_xa;
+		resp.srq_num = srq->srqn;
 		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 		if (err)
-			goto err_queue;
+			goto err_xa;
 	}
+	if (xrc)
+		xa_store(&sdev->srq_xa, srq->srqn, srq, GFP_KERNEL);
 	return 0;
 
+err_xa:
+	if (xrc)
+		xa_erase(&sdev->srq_xa, srq->srqn);
 err_queue:
 	sroce_queue_cleanup(&srq->q);
 err_count:
@@ -221,7 +267,15 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct sroce_srq *srq = to_ssrq(ibsrq);
 
-	/* The core refuses while QPs are attached (usecnt). */
+	/*
+	 * The core refuses while QPs are attached (usecnt). XRC target QPs
+	 * are not attached: they find the SRQ by number, per packet, so
+	 * unpublish it and wait for the ones using it now.
+	 */
+	if (srq->srqn)
+		xa_erase(&to_sdev(ibsrq->device)->srq_xa, srq->srqn);
+	sroce_srq_put(srq);
+	wait_for_completion(&srq->released);
 	sroce_queue_cleanup(&srq->q);
 	atomic_dec(&to_sdev(ibsrq->device)->num_srq);
 	return 0;

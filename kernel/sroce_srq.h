@@ -11,6 +11,8 @@
 #ifndef SROCE_SRQ_H
 #define SROCE_SRQ_H
 
+#include <linux/completion.h>
+#include <linux/refcount.h>
 #include <linux/spinlock.h>
 #include <rdma/ib_verbs.h>
 
@@ -24,6 +26,13 @@ struct sroce_srq {
 	u32 max_sge;
 	u32 limit;			/* srq_limit; armed while non-zero */
 	bool is_user;
+	/*
+	 * XRC SRQs are found by number (XRCETH) by the responders of XRC
+	 * target QPs, which hold @ref while they use one.
+	 */
+	u32 srqn;
+	refcount_t ref;
+	struct completion released;
 };
 
 static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
@@ -32,6 +41,9 @@ static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
 }
 
 int sroce_srq_take(struct sroce_srq *srq, void *rwqe);
+struct sroce_dev;
+struct sroce_srq *sroce_xsrq_get(struct sroce_dev *sdev, u32 srqn);
+void sroce_srq_put(struct sroce_srq *srq);
 
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata);

@@ -3,7 +3,9 @@
  * RoCEv2 opcode table, packet parser and header builders.
  *
  * Header sets per opcode follow IBTA vol. 1 ch. 9 as encoded by Linux
- * (rxe_opcode.c) and Wireshark (packet-infiniband.c); CNP per Annex A17.
+ * (rxe_opcode.c) and Wireshark (packet-infiniband.c); CNP per Annex A17;
+ * ATOMIC_WRITE as rxe encodes it (Linux 6.2+); XRC as the XRC header tables
+ * of packet dissectors encode it (XRCETH first, then RC's headers).
  */
 #include "sroce_hdr.h"
 #include "sroce_wire.h"
@@ -30,8 +32,10 @@
 
 #define IMM	SROCE_HDR_IMMDT
 #define RETH	SROCE_HDR_RETH
+#define XETH	SROCE_HDR_XRCETH
 #define RC	SROCE_QPT_RC
 #define UC	SROCE_QPT_UC
+#define XRC	SROCE_QPT_XRC
 
 static const struct sroce_opcode_info sroce_opcodes[256] = {
 	DATA_OP(RC_SEND_FIRST, 0, 12, SEND, FIRST, RC),
@@ -59,6 +63,9 @@ static const struct sroce_opcode_info sroce_opcodes[256] = {
 	OP(RC_FETCH_ADD, SROCE_HDR_ATOMICETH, 40, ATOMIC, ONLY, RC, 0, 1),
 	DATA_OP(RC_SEND_LAST_INV, SROCE_HDR_IETH, 16, SEND, LAST, RC),
 	DATA_OP(RC_SEND_ONLY_INV, SROCE_HDR_IETH, 16, SEND, ONLY, RC),
+	/* Exactly SROCE_ATOMIC_WRITE_LEN bytes of payload (rxe_opcode.c). */
+	DATA_OP(RC_ATOMIC_WRITE, RETH, 28, ATOMIC_WRITE, ONLY,
+		RC & SROCE_ATOMIC_WRITE_QPTS),
 
 	DATA_OP(UC_SEND_FIRST, 0, 12, SEND, FIRST, UC),
 	DATA_OP(UC_SEND_MIDDLE, 0, 12, SEND, MIDDLE, UC),
@@ -79,13 +86,47 @@ static const struct sroce_opcode_info sroce_opcodes[256] = {
 
 	/* Sent by the notification point to any QP type it receives CE on. */
 	OP(CNP, SROCE_HDR_CNP_RSVD, 28, CNP, ONLY,
-	   SROCE_QPT_RC | SROCE_QPT_UC | SROCE_QPT_UD, 0, 0),
+	   SROCE_QPT_RC | SROCE_QPT_UC | SROCE_QPT_UD | SROCE_QPT_XRC, 0, 0),
+
+	/* XRC requests: the RC header set with an XRCETH after the BTH. */
+	DATA_OP(XRC_SEND_FIRST, XETH, 16, SEND, FIRST, XRC),
+	DATA_OP(XRC_SEND_MIDDLE, XETH, 16, SEND, MIDDLE, XRC),
+	DATA_OP(XRC_SEND_LAST, XETH, 16, SEND, LAST, XRC),
+	DATA_OP(XRC_SEND_LAST_IMM, XETH | IMM, 20, SEND, LAST, XRC),
+	DATA_OP(XRC_SEND_ONLY, XETH, 16, SEND, ONLY, XRC),
+	DATA_OP(XRC_SEND_ONLY_IMM, XETH | IMM, 20, SEND, ONLY, XRC),
+	DATA_OP(XRC_WRITE_FIRST, XETH | RETH, 32, WRITE, FIRST, XRC),
+	DATA_OP(XRC_WRITE_MIDDLE, XETH, 16, WRITE, MIDDLE, XRC),
+	DATA_OP(XRC_WRITE_LAST, XETH, 16, WRITE, LAST, XRC),
+	DATA_OP(XRC_WRITE_LAST_IMM, XETH | IMM, 20, WRITE, LAST, XRC),
+	DATA_OP(XRC_WRITE_ONLY, XETH | RETH, 32, WRITE, ONLY, XRC),
+	DATA_OP(XRC_WRITE_ONLY_IMM, XETH | RETH | IMM, 36, WRITE, ONLY, XRC),
+	OP(XRC_READ_REQ, XETH | RETH, 32, READ_REQ, ONLY, XRC, 0, 1),
+	OP(XRC_CMP_SWAP, XETH | SROCE_HDR_ATOMICETH, 44, ATOMIC, ONLY, XRC,
+	   0, 1),
+	OP(XRC_FETCH_ADD, XETH | SROCE_HDR_ATOMICETH, 44, ATOMIC, ONLY, XRC,
+	   0, 1),
+	DATA_OP(XRC_SEND_LAST_INV, XETH | SROCE_HDR_IETH, 20, SEND, LAST, XRC),
+	DATA_OP(XRC_SEND_ONLY_INV, XETH | SROCE_HDR_IETH, 20, SEND, ONLY, XRC),
+	DATA_OP(XRC_ATOMIC_WRITE, XETH | RETH, 32, ATOMIC_WRITE, ONLY,
+		XRC & SROCE_ATOMIC_WRITE_QPTS),
+	/* XRC responses: no XRCETH, the INI QP is named by BTH.DestQP. */
+	OP(XRC_READ_RESP_FIRST, SROCE_HDR_AETH, 16, READ_RESP, FIRST, XRC,
+	   1, 0),
+	OP(XRC_READ_RESP_MIDDLE, 0, 12, READ_RESP, MIDDLE, XRC, 1, 0),
+	OP(XRC_READ_RESP_LAST, SROCE_HDR_AETH, 16, READ_RESP, LAST, XRC, 1, 0),
+	OP(XRC_READ_RESP_ONLY, SROCE_HDR_AETH, 16, READ_RESP, ONLY, XRC, 1, 0),
+	OP(XRC_ACK, SROCE_HDR_AETH, 16, ACK, ONLY, XRC, 0, 0),
+	OP(XRC_ATOMIC_ACK, SROCE_HDR_AETH | SROCE_HDR_ATOMICACKETH, 24,
+	   ATOMIC_ACK, ONLY, XRC, 0, 0),
 };
 
 #undef IMM
 #undef RETH
+#undef XETH
 #undef RC
 #undef UC
+#undef XRC
 
 const struct sroce_opcode_info *sroce_opcode_info(u8 opcode)
 {
@@ -144,6 +185,10 @@ static enum sroce_parse_err sroce_check_payload(const struct sroce_pkt *pkt)
 	 */
 	if (!info->payload)
 		return n ? SROCE_PARSE_ERR_PAYLOAD : SROCE_PARSE_OK;
+	/* One aligned 64-bit value, never more or less (rxe bug class). */
+	if (info->kind == SROCE_KIND_ATOMIC_WRITE)
+		return n == SROCE_ATOMIC_WRITE_LEN ? SROCE_PARSE_OK :
+		       SROCE_PARSE_ERR_PAYLOAD_LEN;
 	if (n > SROCE_MAX_PAYLOAD)
 		return SROCE_PARSE_ERR_PAYLOAD_LEN;
 	switch (info->pos) {
@@ -214,6 +259,11 @@ enum sroce_parse_err sroce_pkt_parse(const u8 *bth, u32 len,
 		pkt->deth.sqpn = sroce_get_be24(p + 5);
 		p += SROCE_DETH_LEN;
 	}
+	if (info->hdrs & SROCE_HDR_XRCETH) {
+		/* Reserved byte ignored, as DETH's and the BTH's are. */
+		pkt->xrc_srqn = sroce_get_be24(p + 1);
+		p += SROCE_XRCETH_LEN;
+	}
 	if (info->hdrs & SROCE_HDR_RETH) {
 		pkt->reth.va = sroce_get_be64(p);
 		pkt->reth.rkey = sroce_get_be32(p + 8);
@@ -263,6 +313,12 @@ void sroce_put_deth(u8 *p, const struct sroce_deth *deth)
 	sroce_put_be32(p, deth->qkey);
 	p[4] = 0;
 	sroce_put_be24(p + 5, deth->sqpn);
+}
+
+void sroce_put_xrceth(u8 *p, u32 xrc_srqn)
+{
+	p[0] = 0;
+	sroce_put_be24(p + 1, xrc_srqn);
 }
 
 void sroce_put_reth(u8 *p, const struct sroce_reth *reth)
@@ -317,6 +373,10 @@ u32 sroce_pkt_build_hdrs(u8 *buf, u32 buf_len, const struct sroce_pkt *pkt)
 	if (info->hdrs & SROCE_HDR_DETH) {
 		sroce_put_deth(p, &pkt->deth);
 		p += SROCE_DETH_LEN;
+	}
+	if (info->hdrs & SROCE_HDR_XRCETH) {
+		sroce_put_xrceth(p, pkt->xrc_srqn);
+		p += SROCE_XRCETH_LEN;
 	}
 	if (info->hdrs & SROCE_HDR_RETH) {
 		sroce_put_reth(p, &pkt->reth);

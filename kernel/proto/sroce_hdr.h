@@ -18,6 +18,7 @@
 
 #define SROCE_BTH_LEN		12
 #define SROCE_DETH_LEN		8
+#define SROCE_XRCETH_LEN	4
 #define SROCE_RETH_LEN		16
 #define SROCE_ATOMICETH_LEN	28
 #define SROCE_AETH_LEN		4
@@ -27,8 +28,11 @@
 /* RoCEv2 CNP (Annex A17): BTH followed by 16 reserved bytes, no payload. */
 #define SROCE_CNP_RSVD_LEN	16
 #define SROCE_ICRC_LEN		4
-/* Longest BTH + extension headers of any opcode: atomic request. */
-#define SROCE_MAX_HDR_LEN	(SROCE_BTH_LEN + SROCE_ATOMICETH_LEN)
+/* Longest BTH + extension headers of any opcode: XRC atomic request. */
+#define SROCE_MAX_HDR_LEN	(SROCE_BTH_LEN + SROCE_XRCETH_LEN + \
+				 SROCE_ATOMICETH_LEN)
+/* ATOMIC_WRITE (IBTA 1.5) carries exactly one 8-byte value as payload. */
+#define SROCE_ATOMIC_WRITE_LEN	8
 /* Largest IB path MTU; no RoCE packet carries more payload than this. */
 #define SROCE_MAX_PAYLOAD	4096
 
@@ -44,6 +48,7 @@
 #define SROCE_TRANSPORT_RD	0x40
 #define SROCE_TRANSPORT_UD	0x60
 #define SROCE_TRANSPORT_CNP	0x80
+#define SROCE_TRANSPORT_XRC	0xa0
 
 enum sroce_opcode {
 	SROCE_OP_RC_SEND_FIRST		= 0x00,
@@ -69,6 +74,8 @@ enum sroce_opcode {
 	SROCE_OP_RC_FETCH_ADD		= 0x14,
 	SROCE_OP_RC_SEND_LAST_INV	= 0x16,
 	SROCE_OP_RC_SEND_ONLY_INV	= 0x17,
+	/* IBTA 1.5: RETH + 8 bytes of payload, answered by a plain ACK. */
+	SROCE_OP_RC_ATOMIC_WRITE	= 0x1d,
 
 	SROCE_OP_UC_SEND_FIRST		= 0x20,
 	SROCE_OP_UC_SEND_MIDDLE		= 0x21,
@@ -91,18 +98,49 @@ enum sroce_opcode {
 	 * native-IB CNP of IBTA 1.3 A10.3.2.
 	 */
 	SROCE_OP_CNP			= 0x81,
+
+	/*
+	 * XRC (IBTA vol. 1 ch. 9, opcode bits 7:5 = 101): the RC operations
+	 * with the same low bits. Requests carry an XRCETH (the target XRC
+	 * SRQ) right after the BTH; responses are exactly RC's.
+	 */
+	SROCE_OP_XRC_SEND_FIRST		= 0xa0,
+	SROCE_OP_XRC_SEND_MIDDLE	= 0xa1,
+	SROCE_OP_XRC_SEND_LAST		= 0xa2,
+	SROCE_OP_XRC_SEND_LAST_IMM	= 0xa3,
+	SROCE_OP_XRC_SEND_ONLY		= 0xa4,
+	SROCE_OP_XRC_SEND_ONLY_IMM	= 0xa5,
+	SROCE_OP_XRC_WRITE_FIRST	= 0xa6,
+	SROCE_OP_XRC_WRITE_MIDDLE	= 0xa7,
+	SROCE_OP_XRC_WRITE_LAST		= 0xa8,
+	SROCE_OP_XRC_WRITE_LAST_IMM	= 0xa9,
+	SROCE_OP_XRC_WRITE_ONLY		= 0xaa,
+	SROCE_OP_XRC_WRITE_ONLY_IMM	= 0xab,
+	SROCE_OP_XRC_READ_REQ		= 0xac,
+	SROCE_OP_XRC_READ_RESP_FIRST	= 0xad,
+	SROCE_OP_XRC_READ_RESP_MIDDLE	= 0xae,
+	SROCE_OP_XRC_READ_RESP_LAST	= 0xaf,
+	SROCE_OP_XRC_READ_RESP_ONLY	= 0xb0,
+	SROCE_OP_XRC_ACK		= 0xb1,
+	SROCE_OP_XRC_ATOMIC_ACK		= 0xb2,
+	SROCE_OP_XRC_CMP_SWAP		= 0xb3,
+	SROCE_OP_XRC_FETCH_ADD		= 0xb4,
+	SROCE_OP_XRC_SEND_LAST_INV	= 0xb6,
+	SROCE_OP_XRC_SEND_ONLY_INV	= 0xb7,
+	SROCE_OP_XRC_ATOMIC_WRITE	= 0xbd,
 };
 
 /* Extension headers after the BTH, in this (wire) order. */
 enum sroce_hdr_mask {
 	SROCE_HDR_DETH		= 1u << 0,
-	SROCE_HDR_RETH		= 1u << 1,
-	SROCE_HDR_ATOMICETH	= 1u << 2,
-	SROCE_HDR_AETH		= 1u << 3,
-	SROCE_HDR_ATOMICACKETH	= 1u << 4,
-	SROCE_HDR_IMMDT		= 1u << 5,
-	SROCE_HDR_IETH		= 1u << 6,
-	SROCE_HDR_CNP_RSVD	= 1u << 7,
+	SROCE_HDR_XRCETH	= 1u << 1,
+	SROCE_HDR_RETH		= 1u << 2,
+	SROCE_HDR_ATOMICETH	= 1u << 3,
+	SROCE_HDR_AETH		= 1u << 4,
+	SROCE_HDR_ATOMICACKETH	= 1u << 5,
+	SROCE_HDR_IMMDT		= 1u << 6,
+	SROCE_HDR_IETH		= 1u << 7,
+	SROCE_HDR_CNP_RSVD	= 1u << 8,
 };
 
 enum sroce_op_kind {
@@ -114,6 +152,8 @@ enum sroce_op_kind {
 	SROCE_KIND_ATOMIC,
 	SROCE_KIND_ATOMIC_ACK,
 	SROCE_KIND_CNP,
+	/* RETH + 8-byte payload, acknowledged like a WRITE (IBTA 1.5). */
+	SROCE_KIND_ATOMIC_WRITE,
 };
 
 /* Position of the packet in its message; single-packet opcodes are ONLY. */
@@ -129,11 +169,16 @@ enum sroce_qpt_mask {
 	SROCE_QPT_RC	= 1u << 0,
 	SROCE_QPT_UC	= 1u << 1,
 	SROCE_QPT_UD	= 1u << 2,
+	/* XRC INI (responses) and XRC TGT (requests) QPs. */
+	SROCE_QPT_XRC	= 1u << 3,
 };
+
+/* QP types that accept ATOMIC_WRITE (IBTA 1.5): the reliable ones. */
+#define SROCE_ATOMIC_WRITE_QPTS	(SROCE_QPT_RC | SROCE_QPT_XRC)
 
 struct sroce_opcode_info {
 	const char *name;
-	u8 hdrs;	/* enum sroce_hdr_mask */
+	u16 hdrs;	/* enum sroce_hdr_mask */
 	u8 hdr_len;	/* BTH through the last extension header */
 	u8 kind;	/* enum sroce_op_kind */
 	u8 pos;		/* enum sroce_op_pos */
@@ -198,6 +243,7 @@ struct sroce_pkt {
 	u64 atomic_orig;	/* AtomicAckETH */
 	u32 imm;		/* ImmDt */
 	u32 ieth_rkey;		/* IETH */
+	u32 xrc_srqn;		/* XRCETH: XRC SRQ number, 24 bits */
 	u32 hdr_len;		/* == payload offset from the BTH */
 	u32 payload_len;	/* without pad and ICRC */
 };
@@ -238,6 +284,7 @@ static inline u8 sroce_pad_len(u32 payload_len)
  */
 void sroce_put_bth(u8 *p, const struct sroce_bth *bth);
 void sroce_put_deth(u8 *p, const struct sroce_deth *deth);
+void sroce_put_xrceth(u8 *p, u32 xrc_srqn);
 void sroce_put_reth(u8 *p, const struct sroce_reth *reth);
 void sroce_put_atomiceth(u8 *p, const struct sroce_atomiceth *ae);
 void sroce_put_aeth(u8 *p, u8 syndrome, u32 msn);

@@ -5,6 +5,7 @@
  */
 #include "log.h"
 #include "provider.h"
+#include "xrc.h"
 
 #include <cerrno>
 #include <memory>
@@ -38,32 +39,25 @@ static_assert(offsetof(get_context_resp, drv) ==
  * Built by a constexpr function so the table is constant-initialized
  * without naming all 76 slots.
  */
-/*
- * Memory windows are not implemented yet: say so for the two window types
- * and reject anything else as invalid, as a provider with windows would.
- */
-static struct ibv_mw *alloc_mw(struct ibv_pd * /*pd*/,
-			       enum ibv_mw_type type) noexcept
-{
-	errno = type == IBV_MW_TYPE_1 || type == IBV_MW_TYPE_2 ? EOPNOTSUPP
-							       : EINVAL;
-	return nullptr;
-}
-
 static constexpr struct verbs_context_ops make_context_ops() noexcept
 {
 	struct verbs_context_ops o = {};
 
 	o.alloc_mw = alloc_mw;
+	o.alloc_parent_domain = alloc_parent_domain;
 	o.alloc_pd = alloc_pd;
+	o.alloc_td = alloc_td;
 	o.attach_mcast = ibv_cmd_attach_mcast;
+	o.bind_mw = bind_mw;
 	o.create_ah = create_ah;
 	o.create_cq = create_cq;
 	o.create_cq_ex = create_cq_ex;
 	o.create_qp = create_qp;
 	o.create_qp_ex = create_qp_ex;
 	o.create_srq = create_srq;
+	o.dealloc_mw = dealloc_mw;
 	o.dealloc_pd = dealloc_pd;
+	o.dealloc_td = dealloc_td;
 	o.dereg_mr = dereg_mr;
 	o.destroy_ah = destroy_ah;
 	o.destroy_cq = destroy_cq;
@@ -83,7 +77,14 @@ static constexpr struct verbs_context_ops make_context_ops() noexcept
 	o.query_srq = query_srq;
 	o.reg_mr = reg_mr;
 	o.req_notify_cq = req_notify_cq;
+	o.rereg_mr = rereg_mr;
 	o.resize_cq = resize_cq;
+	/* XRC (xrc.cpp) */
+	o.close_xrcd = close_xrcd;
+	o.create_srq_ex = create_srq_ex;
+	o.get_srq_num = get_srq_num;
+	o.open_qp = open_qp;
+	o.open_xrcd = open_xrcd;
 	return o;
 }
 

@@ -207,9 +207,17 @@ int check_cq_ex_attr(const struct ibv_cq_init_attr_ex &attr) noexcept
 {
 	if (attr.wc_flags & ~cq_supported_wc_flags)
 		return EOPNOTSUPP;
-	/* No parent domains; only the flag that needs nothing from us. */
-	if (attr.comp_mask & ~uint32_t{IBV_CQ_INIT_ATTR_MASK_FLAGS})
+	if (attr.comp_mask &
+	    ~uint32_t{IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD})
 		return EOPNOTSUPP;
+	/*
+	 * Only a parent domain may be named here; a plain PD is EINVAL, as
+	 * in mlx5. The CQ itself has no PD in the kernel, and the domain's
+	 * allocators go unused (parent_domain.h).
+	 */
+	if ((attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    !is_parent_domain(attr.parent_domain))
+		return EINVAL;
 	if ((attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	    (attr.flags & ~uint32_t{IBV_CREATE_CQ_ATTR_SINGLE_THREADED}))
 		return EOPNOTSUPP;
@@ -271,6 +279,9 @@ struct ibv_cq_ex *create_cq_ex(struct ibv_context *ibctx,
 			       struct ibv_cq_init_attr_ex *attr) noexcept
 {
 	int ret = check_cq_ex_attr(*attr);
+	if (!ret && (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    attr->parent_domain->context != ibctx)
+		ret = EINVAL;
 	if (ret) {
 		errno = ret;
 		return nullptr;

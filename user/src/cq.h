@@ -80,7 +80,10 @@ inline cq *to_cq(struct ibv_cq_ex *ibcq) noexcept
 /* One kernel completion entry as libibverbs reports it. */
 void cqe_to_wc(const sroce_cqe &cqe, struct ibv_wc &wc) noexcept;
 
-/* 0 if create_cq_ex can honour attr, else EOPNOTSUPP. */
+/*
+ * 0 if create_cq_ex can honour attr, else EOPNOTSUPP, or EINVAL for an
+ * IBV_CQ_INIT_ATTR_MASK_PD that names no parent domain.
+ */
 int check_cq_ex_attr(const struct ibv_cq_init_attr_ex &attr) noexcept;
 
 /* Install the ibv_cq_ex iterator and the read_* callbacks for wc_flags. */

@@ -30,6 +30,21 @@ struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	return &vmr.release()->ibv_mr;
 }
 
+int rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
+	     size_t length, int access) noexcept
+{
+	struct ibv_rereg_mr cmd = {};
+	struct ib_uverbs_rereg_mr_resp resp = {};
+
+	/*
+	 * New keys come back in resp (a new translation is a new kernel MR);
+	 * libibverbs stores them, and the PD, address and length, in vmr.
+	 */
+	return ibv_cmd_rereg_mr(vmr, static_cast<uint32_t>(flags), addr, length,
+				reinterpret_cast<uintptr_t>(addr), access, pd,
+				&cmd, sizeof(cmd), &resp, sizeof(resp));
+}
+
 int dereg_mr(struct verbs_mr *vmr) noexcept
 {
 	const int ret = ibv_cmd_dereg_mr(vmr);

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "provider.h"
 #include "qp.h"
+#include "xrc.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -47,20 +48,21 @@ void put_sges(unsigned char *dst, const struct ibv_sge *sg, size_t n) noexcept
 
 uint32_t allowed_opcodes(enum ibv_qp_type type) noexcept
 {
-	/*
-	 * No LOCAL_INV or BIND_MW until the kernel has memory windows and
-	 * fast registration: it would only complete them with an error.
-	 */
+	/* LOCAL_INV and BIND_MW: memory windows (type 2 and type 1). */
 	constexpr uint32_t uc =
 		op_bit(IBV_WR_RDMA_WRITE) | op_bit(IBV_WR_RDMA_WRITE_WITH_IMM) |
 		op_bit(IBV_WR_SEND) | op_bit(IBV_WR_SEND_WITH_IMM) |
-		op_bit(IBV_WR_SEND_WITH_INV);
-	constexpr uint32_t rc = uc | op_bit(IBV_WR_RDMA_READ) | atomic_opcodes;
+		op_bit(IBV_WR_SEND_WITH_INV) | op_bit(IBV_WR_LOCAL_INV) |
+		op_bit(IBV_WR_BIND_MW);
+	constexpr uint32_t rc =
+		uc | op_bit(IBV_WR_RDMA_READ) | atomic_opcodes |
+		(kAtomicWriteSupported ? op_bit(IBV_WR_ATOMIC_WRITE) : 0);
 	constexpr uint32_t ud =
 		op_bit(IBV_WR_SEND) | op_bit(IBV_WR_SEND_WITH_IMM);
 
 	switch (type) {
 	case IBV_QPT_RC:
+	case IBV_QPT_XRC_SEND: /* XRC INI: RC's requests, to an XRC SRQ */
 		return rc;
 	case IBV_QPT_UC:
 		return uc;
@@ -88,6 +90,9 @@ uint64_t allowed_send_ops(enum ibv_qp_type type) noexcept
 		{IBV_WR_ATOMIC_FETCH_AND_ADD,
 		 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD},
 		{IBV_WR_SEND_WITH_INV, IBV_QP_EX_WITH_SEND_WITH_INV},
+		{IBV_WR_ATOMIC_WRITE, IBV_QP_EX_WITH_ATOMIC_WRITE},
+		{IBV_WR_LOCAL_INV, IBV_QP_EX_WITH_LOCAL_INV},
+		{IBV_WR_BIND_MW, IBV_QP_EX_WITH_BIND_MW},
 	};
 	const uint32_t allowed = allowed_opcodes(type);
 	uint64_t flags = 0;
@@ -141,6 +146,16 @@ bool recv_queue::attach(void *base, size_t len, uint32_t max_wr,
 	return true;
 }
 
+void encode_bind(sroce_send_wqe &h, uint32_t rkey,
+		 const struct ibv_mw_bind_info &b) noexcept
+{
+	h.imm_or_inv = rkey;
+	h.rkey = b.mr ? b.mr->lkey : 0;
+	h.remote_addr = b.addr;
+	h.compare_add = b.length;
+	h.swap = b.mw_access_flags;
+}
+
 int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
 		    void *slot) noexcept
 {
@@ -148,6 +163,9 @@ int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
 	const enum ibv_qp_type type = q.vqp.qp.qp_type;
 	const auto op = static_cast<unsigned>(wr.opcode);
 
+	if (wr.opcode == IBV_WR_ATOMIC_WRITE &&
+	    (type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND))
+		return encode_atomic_write_wqe(q, wr, slot); /* xrc.cpp */
 	if (op >= 32 || !(allowed_opcodes(type) & (1U << op)))
 		return EINVAL;
 	if (wr.send_flags & ~send_flags_mask)
@@ -178,6 +196,19 @@ int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
 		if (len < atomic_len)
 			return EINVAL;
 	}
+	if (wr.opcode == IBV_WR_BIND_MW) {
+		const struct ibv_mw *mw = wr.bind_mw.mw;
+		const struct ibv_mr *mr = wr.bind_mw.bind_info.mr;
+
+		/* The new key must name the same window. */
+		if (!mw || mw->context != q.vqp.qp.context ||
+		    (wr.bind_mw.rkey >> 8) != (mw->rkey >> 8) ||
+		    (mr && mr->context != q.vqp.qp.context) ||
+		    (!mr && wr.bind_mw.bind_info.length) || is_inline ||
+		    (wr.bind_mw.bind_info.mw_access_flags &
+		     IBV_ACCESS_ZERO_BASED))
+			return EINVAL;
+	}
 	/* An AH of another device would not be one of ours to read. */
 	if (type == IBV_QPT_UD &&
 	    (!wr.wr.ud.ah || wr.wr.ud.ah->context != q.vqp.qp.context))
@@ -201,7 +232,11 @@ int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
 		h.imm_or_inv = wr.imm_data;
 		break;
 	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_LOCAL_INV:
 		h.imm_or_inv = wr.invalidate_rkey;
+		break;
+	case IBV_WR_BIND_MW:
+		encode_bind(h, wr.bind_mw.rkey, wr.bind_mw.bind_info);
 		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
@@ -218,9 +253,13 @@ int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
 		h.remote_qpn = wr.wr.ud.remote_qpn;
 		h.remote_qkey = wr.wr.ud.remote_qkey;
 	}
+	if (type == IBV_QPT_XRC_SEND)
+		h.remote_qpn = wr.qp_type.xrc.remote_srqn;
 
 	unsigned char *dst = payload(slot);
-	if (is_inline) {
+	if (wr.opcode == IBV_WR_BIND_MW || wr.opcode == IBV_WR_LOCAL_INV) {
+		/* Local operations carry no data. */
+	} else if (is_inline) {
 		for (size_t i = 0; i < nsge; i++) {
 			const uint32_t n = wr.sg_list[i].length;
 			if (n)

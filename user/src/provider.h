@@ -35,8 +35,17 @@ struct context {
 	uint32_t max_recv_sge;
 };
 
+/*
+ * A protection domain, or a parent domain (parent_domain.cpp), which
+ * extends this struct. Both are calloc()ed; the counters are only touched
+ * through std::atomic_ref.
+ */
 struct pd {
 	struct ibv_pd ibv_pd;
+	/* Parent domain only: the real PD it stands for; null in a PD. */
+	pd *protection_domain;
+	/* PD only: parent domains holding it; dealloc_pd is EBUSY until 0. */
+	uint32_t parent_domains;
 };
 
 /*
@@ -72,6 +81,23 @@ inline pd *to_pd(struct ibv_pd *ibpd) noexcept
 	return reinterpret_cast<pd *>(ibpd);
 }
 
+/*
+ * Whether ibpd is a parent domain. Every verb that takes a PD also takes a
+ * parent domain: its ibv_pd carries the real PD's context and uverbs
+ * handle, which is all the ibv_cmd_* commands read. Provider code that
+ * needs the sroce pd itself must go through to_protection_domain().
+ */
+inline bool is_parent_domain(struct ibv_pd *ibpd) noexcept
+{
+	return ibpd && to_pd(ibpd)->protection_domain;
+}
+
+inline pd *to_protection_domain(struct ibv_pd *ibpd) noexcept
+{
+	pd *p = to_pd(ibpd);
+	return p->protection_domain ? p->protection_domain : p;
+}
+
 inline const ah *to_ah(const struct ibv_ah *ibah) noexcept
 {
 	return reinterpret_cast<const ah *>(ibah);
@@ -104,6 +130,16 @@ int query_port(struct ibv_context *ibctx, uint8_t port,
 struct ibv_pd *alloc_pd(struct ibv_context *ibctx) noexcept;
 int dealloc_pd(struct ibv_pd *ibpd) noexcept;
 
+/* parent_domain.cpp: parent and thread domains */
+struct ibv_pd *
+alloc_parent_domain(struct ibv_context *ibctx,
+		    struct ibv_parent_domain_init_attr *attr) noexcept;
+int dealloc_parent_domain(struct ibv_pd *ibpd) noexcept;
+bool pd_has_parent_domains(pd &p) noexcept;
+struct ibv_td *alloc_td(struct ibv_context *ibctx,
+			struct ibv_td_init_attr *attr) noexcept;
+int dealloc_td(struct ibv_td *ibtd) noexcept;
+
 /* ah.cpp */
 struct ibv_ah *create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr) noexcept;
 int destroy_ah(struct ibv_ah *ibah) noexcept;
@@ -127,6 +163,12 @@ int destroy_ah_using(const ah_cmds &cmds, struct ibv_ah *ibah) noexcept;
 struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		      uint64_t hca_va, int access) noexcept;
 int dereg_mr(struct verbs_mr *vmr) noexcept;
+int rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
+	     size_t length, int access) noexcept;
+struct ibv_mw *alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type) noexcept;
+int dealloc_mw(struct ibv_mw *mw) noexcept;
+int bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+	    struct ibv_mw_bind *mw_bind) noexcept;
 
 /* cq.cpp */
 struct ibv_cq *create_cq(struct ibv_context *ibctx, int cqe,

@@ -7,8 +7,10 @@
 #include "log.h"
 #include "provider.h"
 #include "util.h"
+#include "xrc.h"
 
 #include <cerrno>
+#include <mutex>
 #include <utility>
 
 namespace sroce
@@ -114,6 +116,10 @@ struct ibv_qp *create_qp(struct ibv_pd *pd,
 struct ibv_qp *create_qp_ex(struct ibv_context *ibctx,
 			    struct ibv_qp_init_attr_ex *attr) noexcept
 {
+	/* XRC TGT: no rings, no driver data (xrc.cpp). */
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return create_xrc_recv_qp(ibctx, attr);
+
 	int ret = check_qp_init_attr(*attr);
 	if (ret) {
 		errno = ret;
@@ -157,8 +163,26 @@ int modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	      int attr_mask) noexcept
 {
 	struct ibv_modify_qp cmd = {};
+	const int ret =
+		ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
 
-	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	/*
+	 * RESET empties the QP: the kernel zeroes the ring indices, so the
+	 * producer positions cached here start over too (a QP taken from
+	 * ERR through RESET back to RTS posts again from slot 0).
+	 */
+	if (!ret && (attr_mask & IBV_QP_STATE) &&
+	    attr->qp_state == IBV_QPS_RESET) {
+		qp *q = to_qp(ibqp);
+		const std::lock_guard<spinlock> gs(q->sq.lock);
+		const std::lock_guard<spinlock> gr(q->rq.lock);
+
+		if (q->sq.ring)
+			q->sq.ring->resync();
+		if (q->rq.ring)
+			q->rq.ring->resync();
+	}
+	return ret;
 }
 
 int destroy_qp(struct ibv_qp *ibqp) noexcept

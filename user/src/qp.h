@@ -72,6 +72,14 @@ inline constexpr uint32_t atomic_opcodes =
 /* The local buffer of an atomic holds the 8-byte original value. */
 inline constexpr uint32_t atomic_len = 8;
 
+/*
+ * A BIND_MW WQE (include/sroce-abi.h): imm_or_inv = the window's new R_Key,
+ * rkey = the MR's lkey, remote_addr/compare_add = start/length, swap = the
+ * IBV_ACCESS_REMOTE_* rights.
+ */
+void encode_bind(sroce_send_wqe &h, uint32_t rkey,
+		 const struct ibv_mw_bind_info &b) noexcept;
+
 /* Rings the send doorbell for qp; returns 0 or an errno. */
 using doorbell_fn = int (*)(struct ibv_qp *qp) noexcept;
 

@@ -236,6 +236,12 @@ public:
 		return prod_;
 	}
 
+	/* The kernel reset the ring (QP to RESET): start where it says. */
+	void resync() noexcept
+	{
+		prod_ = r_.load_producer();
+	}
+
 	/*
 	 * After publish(): has the kernel marked the QP in error? The full
 	 * fence orders our producer store before the flag load; the kernel

@@ -16,13 +16,6 @@
 namespace sroce
 {
 
-namespace
-{
-
-/*
- * Map the ring the kernel described and bind s to it (replacing and
- * unmapping any previous ring only on success). Returns an errno.
- */
 int map_ring(srq &s, int cmd_fd, const sroce_mmap_info &mi, uint32_t max_wr,
 	     uint32_t max_sge) noexcept
 {
@@ -45,6 +38,9 @@ int map_ring(srq &s, int cmd_fd, const sroce_mmap_info &mi, uint32_t max_wr,
 	s.rq.map = std::move(m);
 	return 0;
 }
+
+namespace
+{
 
 /*
  * IBV_SRQ_MAX_WR (and whatever else attr_mask holds), with the SRQ's lock

@@ -70,6 +70,14 @@ struct srq_cmds {
 };
 extern const srq_cmds kernel_srq_cmds;
 
+/*
+ * Map the ring the kernel described (sroce_create_srq_resp.mi, or a resize's
+ * sroce_mmap_info) and bind s to it, replacing and unmapping any previous
+ * ring only on success. Returns an errno. Basic and XRC SRQs alike.
+ */
+int map_ring(srq &s, int cmd_fd, const sroce_mmap_info &mi, uint32_t max_wr,
+	     uint32_t max_sge) noexcept;
+
 struct ibv_srq *create_srq_using(const srq_cmds &cmds, struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr) noexcept;
 int modify_srq_using(const srq_cmds &cmds, struct ibv_srq *ibsrq,

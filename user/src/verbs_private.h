@@ -344,6 +344,10 @@ struct ibv_reg_mr {
 	struct ib_uverbs_cmd_hdr hdr;
 	uverbs_core<struct ib_uverbs_reg_mr> core;
 };
+struct ibv_rereg_mr {
+	struct ib_uverbs_cmd_hdr hdr;
+	uverbs_core<struct ib_uverbs_rereg_mr> core;
+};
 struct ibv_alloc_mw {
 	struct ib_uverbs_cmd_hdr hdr;
 	uverbs_core<struct ib_uverbs_alloc_mw> core;
@@ -443,6 +447,10 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   struct ibv_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
+		     size_t length, uint64_t hca_va, int access,
+		     struct ibv_pd *pd, struct ibv_rereg_mr *cmd, size_t cmd_sz,
+		     struct ib_uverbs_rereg_mr_resp *resp, size_t resp_sz);
 int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
 		     struct ibv_mw *mw, struct ibv_alloc_mw *cmd,
 		     size_t cmd_size, struct ib_uverbs_alloc_mw_resp *resp,
@@ -512,6 +520,19 @@ int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad_wr);
 
 } /* extern "C" */
+
+/*
+ * driver.h's ibv_initialize_parent_domain() is a static inline, so it is
+ * not in libibverbs' symbol table: this is the same two assignments. To
+ * libibverbs' core code, and to every ibv_cmd_* command, the parent domain
+ * is then interchangeable with the protection domain it contains.
+ */
+inline void ibv_initialize_parent_domain(struct ibv_pd *parent_domain,
+					 struct ibv_pd *contained_pd) noexcept
+{
+	parent_domain->context = contained_pd->context;
+	parent_domain->handle = contained_pd->handle;
+}
 
 /* Levels for __verbs_log (VERBS_LOG_LEVEL in the environment). */
 enum : uint32_t {
@@ -608,6 +629,7 @@ SROCE_ASSERT_SIZE(ibv_get_context, 16);
 SROCE_ASSERT_SIZE(ibv_query_port, 24);
 SROCE_ASSERT_SIZE(ibv_alloc_pd, 16);
 SROCE_ASSERT_SIZE(ibv_reg_mr, 48);
+SROCE_ASSERT_SIZE(ibv_rereg_mr, 56);
 SROCE_ASSERT_SIZE(ibv_alloc_mw, 24);
 SROCE_ASSERT_SIZE(ibv_create_cq, 40);
 SROCE_ASSERT_SIZE(ibv_resize_cq, 24);

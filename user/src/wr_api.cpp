@@ -13,6 +13,7 @@
  */
 #include "provider.h"
 #include "qp.h"
+#include "xrc.h"
 
 #include <cerrno>
 #include <cstring>
@@ -85,7 +86,9 @@ sroce_send_wqe *begin(struct ibv_qp_ex *x, enum ibv_wr_opcode op) noexcept
 	sq.wr_count++;
 	sq.wr_cur = static_cast<sroce_send_wqe *>(slot);
 	sq.wr_cur_len = 0;
-	sq.wr_cur_needs_ud = q->vqp.qp.qp_type == IBV_QPT_UD;
+	/* UD: wr_set_ud_addr, XRC INI: wr_set_xrc_srqn must follow. */
+	sq.wr_cur_needs_ud = q->vqp.qp.qp_type == IBV_QPT_UD ||
+			     q->vqp.qp.qp_type == IBV_QPT_XRC_SEND;
 	return sq.wr_cur;
 }
 
@@ -121,6 +124,35 @@ void wr_send_inv(struct ibv_qp_ex *x, uint32_t rkey) noexcept
 	sroce_send_wqe *w = begin(x, IBV_WR_SEND_WITH_INV);
 	if (w)
 		w->imm_or_inv = rkey;
+}
+
+void wr_local_inv(struct ibv_qp_ex *x, uint32_t rkey) noexcept
+{
+	sroce_send_wqe *w = begin(x, IBV_WR_LOCAL_INV);
+	if (w)
+		w->imm_or_inv = rkey;
+}
+
+void wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
+		const struct ibv_mw_bind_info *info) noexcept
+{
+	qp *q = to_qp(x);
+	const struct ibv_context *ctx = q->vqp.qp.context;
+
+	/* The new key names the same window; no zero-based windows. */
+	if (!mw || !info || mw->context != ctx ||
+	    (rkey >> 8) != (mw->rkey >> 8) ||
+	    (info->mr && info->mr->context != ctx) ||
+	    (!info->mr && info->length) ||
+	    (info->mw_access_flags & IBV_ACCESS_ZERO_BASED)) {
+		finish_current(q->sq);
+		q->sq.wr_cur = nullptr;
+		fail(q->sq, EINVAL);
+		return;
+	}
+	sroce_send_wqe *w = begin(x, IBV_WR_BIND_MW);
+	if (w)
+		encode_bind(*w, rkey, *info);
 }
 
 void set_remote(sroce_send_wqe *w, uint32_t rkey, uint64_t addr) noexcept
@@ -203,6 +235,38 @@ void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t remote_qpn,
 	sq.wr_cur_needs_ud = false;
 }
 
+/* An XRC INI QP's WQE names the XRC SRQ it is for (include/sroce-abi.h). */
+void wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t remote_srqn) noexcept
+{
+	qp *q = to_qp(x);
+	send_queue &sq = q->sq;
+	sroce_send_wqe *w = current(sq);
+
+	if (!w)
+		return;
+	if (q->vqp.qp.qp_type != IBV_QPT_XRC_SEND) {
+		fail(sq, EINVAL);
+		return;
+	}
+	w->remote_qpn = remote_srqn;
+	sq.wr_cur_needs_ud = false;
+}
+
+/* The 8 bytes at atomic_wr travel in the WQE itself (set_atomic_write). */
+void wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
+		     const void *atomic_wr) noexcept
+{
+	sroce_send_wqe *w = begin(x, IBV_WR_ATOMIC_WRITE);
+
+	if (!w)
+		return;
+	if (!atomic_wr) {
+		fail(to_qp(x)->sq, EINVAL);
+		return;
+	}
+	set_atomic_write(*w, rkey, addr, atomic_wr);
+}
+
 /* Does a scatter list of n entries fit the current WQE? */
 sroce_send_wqe *sge_target(send_queue &sq, size_t n) noexcept
 {
@@ -210,7 +274,8 @@ sroce_send_wqe *sge_target(send_queue &sq, size_t n) noexcept
 
 	if (!w)
 		return nullptr;
-	if (n > sq.max_sge) {
+	/* ATOMIC_WRITE's data is in the WQE already. */
+	if (n > sq.max_sge || w->opcode == SROCE_WR_ATOMIC_WRITE) {
 		fail(sq, EINVAL);
 		return nullptr;
 	}
@@ -380,8 +445,16 @@ void set_qp_ex_ops(qp &q, uint64_t send_ops_flags) noexcept
 		x.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	if (f & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		x.wr_atomic_fetch_add = wr_atomic_fetch_add;
+	/* create_qp_ex lets this through only when kAtomicWriteSupported. */
+	if (f & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		x.wr_atomic_write = wr_atomic_write;
+	if (f & IBV_QP_EX_WITH_LOCAL_INV)
+		x.wr_local_inv = wr_local_inv;
+	if (f & IBV_QP_EX_WITH_BIND_MW)
+		x.wr_bind_mw = wr_bind_mw;
 
 	x.wr_set_ud_addr = wr_set_ud_addr;
+	x.wr_set_xrc_srqn = wr_set_xrc_srqn;
 	x.wr_set_sge = wr_set_sge;
 	x.wr_set_sge_list = wr_set_sge_list;
 	x.wr_set_inline_data = wr_set_inline_data;

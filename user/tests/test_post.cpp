@@ -437,8 +437,8 @@ TEST_F(PostSend, RejectsWithTheRightErrnoAndBadWr)
 		{"too many SGEs", make_wr(IBV_WR_SEND, 1, five.data(), 5)});
 	cases.push_back(
 		{"negative num_sge", make_wr(IBV_WR_SEND, 1, sg.data(), -1)});
-	cases.push_back({"bind_mw", make_wr(IBV_WR_BIND_MW, 1)});
-	cases.push_back({"local_inv", make_wr(IBV_WR_LOCAL_INV, 1)});
+	cases.push_back(
+		{"bind_mw without a window", make_wr(IBV_WR_BIND_MW, 1)});
 	cases.push_back({"opcode out of range", make_wr(out_of_range_op(), 1)});
 	cases.push_back({"TSO", make_wr(IBV_WR_TSO, 1)});
 	cases.push_back({"inline read", make_wr(IBV_WR_RDMA_READ, 1, sg.data(),
@@ -662,10 +662,11 @@ TEST(QpAttr, CreateQpExChecks)
 			   IBV_QP_EX_WITH_SEND_WITH_INV;
 	EXPECT_EQ(check_qp_init_attr(a), 0);
 
+	/* Memory windows: both window operations. */
 	a.send_ops_flags |= IBV_QP_EX_WITH_BIND_MW;
-	EXPECT_EQ(check_qp_init_attr(a), EOPNOTSUPP);
+	EXPECT_EQ(check_qp_init_attr(a), 0);
 	a.send_ops_flags = IBV_QP_EX_WITH_LOCAL_INV;
-	EXPECT_EQ(check_qp_init_attr(a), EOPNOTSUPP);
+	EXPECT_EQ(check_qp_init_attr(a), 0);
 	a.send_ops_flags = IBV_QP_EX_WITH_TSO;
 	EXPECT_EQ(check_qp_init_attr(a), EOPNOTSUPP);
 
@@ -681,9 +682,13 @@ TEST(QpAttr, CreateQpExChecks)
 	a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	EXPECT_EQ(check_qp_init_attr(a), EOPNOTSUPP);
 
+	/* XRC INI: RC's operations (test_xrc.cpp). */
 	a.qp_type = IBV_QPT_XRC_SEND;
 	a.send_ops_flags = 0;
+	EXPECT_EQ(check_qp_init_attr(a), 0);
+	a.send_ops_flags = IBV_QP_EX_WITH_TSO;
 	EXPECT_EQ(check_qp_init_attr(a), EOPNOTSUPP);
+	a.send_ops_flags = 0;
 
 	a.qp_type = IBV_QPT_RC;
 	a.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;

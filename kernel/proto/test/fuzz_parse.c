@@ -25,6 +25,9 @@ static u8 covered_bits(const struct sroce_opcode_info *info, u32 i)
 		return 0x80;		/* AckReq; resv7 */
 	if ((info->hdrs & SROCE_HDR_DETH) && i == SROCE_BTH_LEN + 4)
 		return 0;		/* DETH resv8 */
+	/* XRCETH resv8: XRC carries no DETH, the XRCETH follows the BTH. */
+	if ((info->hdrs & SROCE_HDR_XRCETH) && i == SROCE_BTH_LEN)
+		return 0;
 	if ((info->hdrs & SROCE_HDR_CNP_RSVD) && i >= SROCE_BTH_LEN)
 		return 0;
 	return 0xff;
@@ -72,6 +75,7 @@ static void fuzz_parse(const u8 *p, u32 len)
 		CHECK(again.bth.psn == pkt.bth.psn);
 		CHECK(again.bth.dqpn == pkt.bth.dqpn);
 		CHECK(again.reth.len == pkt.reth.len);
+		CHECK(again.xrc_srqn == pkt.xrc_srqn);
 		CHECK(again.aeth.syndrome == pkt.aeth.syndrome);
 		free(copy);
 	}

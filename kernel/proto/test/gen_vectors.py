@@ -60,6 +60,10 @@ def deth(qkey, sqpn):
     return be32(qkey) + be32(sqpn & 0xffffff)
 
 
+def xrceth(srqn):
+    return be32(srqn & 0xffffff)
+
+
 def payload(n, seed):
     return bytes((seed + i * 7) & 0xff for i in range(n))
 
@@ -103,6 +107,30 @@ CASES = [
      dict(dqpn=0x31, psn=0, pkey=0x7fff)),
     ('ud_send_only_imm', 0x65, deth(0x80010000, 0x123456) + be32(9), 2,
      dict(dqpn=0xffffff, psn=0x5a5a5a)),
+    ('rc_atomic_write', 0x1d, reth(0x10010, 0x88, 8), 8,
+     dict(dqpn=0x24, psn=10, ackreq=1)),
+    ('xrc_send_only', 0xa4, xrceth(0x000123), 16,
+     dict(dqpn=0x40, psn=1, ackreq=1)),
+    ('xrc_send_first', 0xa0, xrceth(0xabcdef), 256, dict(dqpn=0x40, psn=2)),
+    ('xrc_send_last_imm', 0xa3, xrceth(0x000123) + be32(0x1234), 5,
+     dict(dqpn=0x40, psn=3, ackreq=1, solicited=1)),
+    ('xrc_write_only_imm', 0xab,
+     xrceth(0x7) + reth(0x1000, 0x55, 3) + be32(0xcafe), 3,
+     dict(dqpn=0x41, psn=4)),
+    ('xrc_read_req', 0xac, xrceth(0x7) + reth(0x2000, 0x66, 8192), 0,
+     dict(dqpn=0x41, psn=5, ackreq=1)),
+    ('xrc_read_resp_first', 0xad, aeth(0x1f, 1), 256,
+     dict(dqpn=0x42, psn=5)),
+    ('xrc_cmp_swap', 0xb3,
+     xrceth(0x9) + be64(0x10000) + be32(0x88) + be64(1) + be64(2), 0,
+     dict(dqpn=0x41, psn=6, ackreq=1)),
+    ('xrc_atomic_ack', 0xb2, aeth(0x00, 4) + be64(0xfedcba9876543210), 0,
+     dict(dqpn=0x42, psn=6)),
+    ('xrc_ack', 0xb1, aeth(0x00, 5), 0, dict(dqpn=0x42, psn=7)),
+    ('xrc_send_only_inv', 0xb7, xrceth(0x123) + be32(0x4321), 7,
+     dict(dqpn=0x40, psn=8)),
+    ('xrc_atomic_write', 0xbd, xrceth(0x9) + reth(0x10018, 0x88, 8), 8,
+     dict(dqpn=0x41, psn=9, ackreq=1)),
 ]
 
 

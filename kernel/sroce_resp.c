@@ -498,7 +498,8 @@ static enum sroce_resp_verdict sroce_resp_atomic(struct sroce_qp *qp,
 	 * CPU atomics on the target word: atomic against other QPs and
 	 * devices and against the owning process's own atomic operations.
 	 */
-	if (pkt->bth.opcode == SROCE_OP_RC_CMP_SWAP) {
+	/* RC's or XRC's (0xb3): the transport bits aside. */
+	if ((pkt->bth.opcode & ~SROCE_TRANSPORT_MASK) == SROCE_OP_RC_CMP_SWAP) {
 		orig = cmpxchg64(p, ae->compare, ae->swap_add);
 	} else {
 		u64 old = READ_ONCE(*p);

@@ -309,6 +309,37 @@ struct ibv_cq_ex *create_cq_ex(struct ibv_context *ibctx,
 	return ibcq ? &to_cq(ibcq)->vcq.cq_ex : nullptr;
 }
 
+void cq_clean(cq &c, uint32_t qpn) noexcept
+{
+	const std::lock_guard<spinlock> guard(c.lock);
+
+	if (!c.ring)
+		return;
+	ring_consumer &r = *c.ring;
+	const uint32_t n = r.available();
+	uint32_t removed = 0;
+
+	/*
+	 * Newest to oldest, moving the entries that stay up over the ones
+	 * that go; then hand the freed slots at the old end back. The kernel
+	 * only writes past the producer index read here, so it never sees a
+	 * slot being moved.
+	 */
+	for (uint32_t i = n; i-- > 0;) {
+		sroce_cqe e;
+
+		memcpy(&e, r.peek(i), sizeof(e));
+		if (e.qp_num == qpn) {
+			removed++;
+			continue;
+		}
+		if (removed)
+			memcpy(r.slot(i + removed), &e, sizeof(e));
+	}
+	if (removed)
+		r.release(removed);
+}
+
 int poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc) noexcept
 {
 	cq *c = to_cq(ibcq);

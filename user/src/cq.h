@@ -86,6 +86,14 @@ void cqe_to_wc(const sroce_cqe &cqe, struct ibv_wc &wc) noexcept;
  */
 int check_cq_ex_attr(const struct ibv_cq_init_attr_ex &attr) noexcept;
 
+/*
+ * Drop the completions of QP qpn that were not polled yet: a QP moved to
+ * RESET starts with no completions in its CQs (as mlx5 does; the rdma-core
+ * tests take a QP from ERR through RESET back to RTS and expect none of
+ * its flushed WQEs to come back afterwards).
+ */
+void cq_clean(cq &c, uint32_t qpn) noexcept;
+
 /* Install the ibv_cq_ex iterator and the read_* callbacks for wc_flags. */
 void set_cq_ex_ops(cq &c, uint64_t wc_flags) noexcept;
 

@@ -4,6 +4,7 @@
  * sized), modify, query, destroy. Posting lives in post.cpp and wr_api.cpp.
  */
 #include "qp.h"
+#include "cq.h"
 #include "log.h"
 #include "provider.h"
 #include "util.h"
@@ -174,13 +175,18 @@ int modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if (!ret && (attr_mask & IBV_QP_STATE) &&
 	    attr->qp_state == IBV_QPS_RESET) {
 		qp *q = to_qp(ibqp);
-		const std::lock_guard<spinlock> gs(q->sq.lock);
-		const std::lock_guard<spinlock> gr(q->rq.lock);
+		{
+			const std::lock_guard<spinlock> gs(q->sq.lock);
+			const std::lock_guard<spinlock> gr(q->rq.lock);
 
-		if (q->sq.ring)
-			q->sq.ring->resync();
-		if (q->rq.ring)
-			q->rq.ring->resync();
+			if (q->sq.ring)
+				q->sq.ring->resync();
+			if (q->rq.ring)
+				q->rq.ring->resync();
+		}
+		for (struct ibv_cq *c : {ibqp->send_cq, ibqp->recv_cq})
+			if (c)
+				cq_clean(*to_cq(c), ibqp->qp_num);
 	}
 	return ret;
 }

@@ -292,6 +292,12 @@ public:
 		return r_.slot(cons_ + i);
 	}
 
+	/* The same slot, to rewrite an entry not yet released. */
+	void *slot(uint32_t i) const noexcept
+	{
+		return r_.slot(cons_ + i);
+	}
+
 	/* Return count consumed slots to the producer. */
 	void release(uint32_t count) noexcept
 	{

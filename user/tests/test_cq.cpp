@@ -202,6 +202,35 @@ TEST(PollCq, FullRingAndWrap)
 	EXPECT_LT(f.ring.consumer(), start) << "wrapped past 2^32";
 }
 
+TEST(CqClean, DropsOneQpsEntriesKeepsTheRestInOrder)
+{
+	const uint32_t start = 0xfffffffcU; /* the ring index wraps meanwhile */
+	fake_cq f(8, start);
+	ibv_wc wc[8] = {};
+
+	/* Interleaved completions of QPs 7 and 9; 2 polled already. */
+	for (uint64_t i = 0; i < 7; i++) {
+		sroce_cqe e = make_cqe(i);
+		e.qp_num = i % 2 ? 9 : 7;
+		f.push(e);
+	}
+	ASSERT_EQ(poll_cq(f.ibcq(), 2, wc), 2);
+	cq_clean(*f.c, 7);
+	/* Entries 2..6 were left: 3, 5 (QP 9) stay, 2, 4, 6 (QP 7) go. */
+	EXPECT_EQ(f.ring.consumer(), start + 5);
+	ASSERT_EQ(poll_cq(f.ibcq(), 8, wc), 2);
+	EXPECT_EQ(wc[0].wr_id, 3U);
+	EXPECT_EQ(wc[1].wr_id, 5U);
+	EXPECT_EQ(wc[0].qp_num, 9U);
+	/* Nothing to drop, and an empty ring: nothing moves. */
+	cq_clean(*f.c, 9);
+	EXPECT_EQ(f.ring.consumer(), start + 7);
+	f.push(make_cqe(42));
+	cq_clean(*f.c, 7);
+	ASSERT_EQ(poll_cq(f.ibcq(), 8, wc), 1);
+	EXPECT_EQ(wc[0].wr_id, 42U);
+}
+
 TEST(PollCq, CorruptProducerReadsNothing)
 {
 	fake_cq f(4);

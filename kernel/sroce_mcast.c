@@ -61,9 +61,14 @@ static int sroce_mcast_ip(struct sroce_dev *sdev, const union ib_gid *mgid,
 	}
 	if (!ipv6_addr_is_multicast(&sa.in6.sin6_addr))
 		return -EINVAL;
+	/* Like the IPv4 group list, the IPv6 one changes under RTNL only. */
+	rtnl_lock();
 	if (join)
-		return ipv6_dev_mc_inc(sdev->ndev, &sa.in6.sin6_addr);
-	return ipv6_dev_mc_dec(sdev->ndev, &sa.in6.sin6_addr);
+		err = ipv6_dev_mc_inc(sdev->ndev, &sa.in6.sin6_addr);
+	else
+		err = ipv6_dev_mc_dec(sdev->ndev, &sa.in6.sin6_addr);
+	rtnl_unlock();
+	return err;
 }
 
 static struct sroce_mcg *sroce_mcg_find(struct sroce_dev *sdev,

@@ -16,6 +16,11 @@
 # IPv6 groups cannot be tested through the RDMA CM on 6.1: its
 # cma_iboe_join_multicast() refuses IPv6 joins on RoCE v2 GIDs with
 # ENOTSUPP (mckey: "failure joining: Unknown error 524"), on any device.
+# So the verbs do it directly as well: tools/verbs-tests/ud_mcast attaches a
+# UD QP to an IPv6 group (ff0e::...) and to an IPv4 one by their GIDs, the
+# sender addresses an AH to the group, and the receiver checks every
+# datagram (order, payload, GRH destination, source QPN); the device must
+# join the IP group while attached and leave it after the detach.
 SR_TAG=mc
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -82,7 +87,36 @@ run_group() { # FAMILY GROUP SENDER_BIND RECEIVER_BIND
 	return $rc
 }
 
+# verbs_group GROUP FAMILY: ud_mcast receiver in nsb, sender in nsa.
+verbs_group() {
+	local grp=$1 fam=$2 rpid rc=0 gs gr saddr raddr
+	if [[ $fam == 6 ]]; then saddr=$v6a raddr=$v6b; else saddr=$v4a raddr=$v4b; fi
+	gs=$(sr_gid_index "$da" "$saddr") gr=$(sr_gid_index "$db" "$raddr")
+	log "### verbs, IPv$fam group $grp: receiver on $db (GID $gr), sender on $da (GID $gs)"
+	ip netns exec "$nsb" timeout 120 "$ud_mcast" recv "$db" "$gr" "$grp" "$count" >"$tmp/vr" 2>&1 &
+	rpid=$!
+	wait_for "grep -qx ready $tmp/vr" 30 || { log "not ok: receiver not ready"; cat "$tmp/vr"; rc=1; }
+	ip -n "$nsb" maddr show dev "$vb" | grep -q "inet6\? *$grp\b" ||
+		{ log "not ok: $vb did not join $grp"; ip -n "$nsb" maddr show dev "$vb"; rc=1; }
+	ip netns exec "$nsa" timeout 120 "$ud_mcast" send "$da" "$gs" "$grp" "$count" >"$tmp/vs" 2>&1 ||
+		{ log "not ok: sender failed"; cat "$tmp/vs"; rc=1; }
+	wait "$rpid" || { log "not ok: receiver failed"; cat "$tmp/vr"; rc=1; }
+	log "receiver: $(tail -n 1 "$tmp/vr")"
+	if ip -n "$nsb" maddr show dev "$vb" | grep -q " $grp\$"; then
+		log "not ok: $vb is still in $grp after the detach"
+		rc=1
+	fi
+	return $rc
+}
+
 failures=0
 run_group 4 239.192.0.1 "$v4a" "$v4b" || failures=$((failures + 1))
+ud_mcast=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/ud_mcast
+if [[ -x $ud_mcast ]]; then
+	verbs_group ff0e::db8:1 6 || failures=$((failures + 1))
+	verbs_group 239.192.0.2 4 || failures=$((failures + 1))
+else
+	log "$ud_mcast is not built (make verbs-tests): verbs-level groups not run"
+fi
 ((failures == 0)) || fail "$failures multicast runs failed"
 log "multicast: all runs passed"

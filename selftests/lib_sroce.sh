@@ -253,13 +253,25 @@ EOF
 # --- GIDs -----------------------------------------------------------------------------
 
 # sr_gid_sysfs ADDR: the sysfs spelling of the RoCE v2 GID of an IPv4 or IPv6
-# address (IPv4 as ::ffff:a.b.c.d).
+# address (IPv4 as ::ffff:a.b.c.d), in pure bash: python's start-up costs
+# seconds under TCG, and tests call this in wait_for loops and per run.
 sr_gid_sysfs() {
-	"$PYTHON" -c 'import ipaddress, sys
-a = ipaddress.ip_address(sys.argv[1])
-if a.version == 4:
-    a = ipaddress.IPv6Address("::ffff:" + str(a))
-print(a.exploded)' "$1"
+	local a=$1 l r g out=() i n
+	local -a o lg rg
+	if [[ $a != *:* ]]; then
+		IFS=. read -ra o <<<"$a"
+		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "${o[@]}"
+		return
+	fi
+	if [[ $a == *::* ]]; then l=${a%%::*} r=${a#*::}; else l=$a r=''; fi
+	IFS=: read -ra lg <<<"$l"
+	IFS=: read -ra rg <<<"$r"
+	n=$((8 - ${#lg[@]} - ${#rg[@]}))
+	for g in "${lg[@]}"; do out+=("$g"); done
+	for ((i = 0; i < n; i++)); do out+=(0); done
+	for g in "${rg[@]}"; do out+=("$g"); done
+	for ((i = 0; i < 8; i++)); do out[i]=$(printf '%04x' "0x${out[i]}"); done
+	(IFS=:; echo "${out[*]}")
 }
 
 # sr_ip_text ADDR: ADDR as inet_ntop(3) (and so ibv_devinfo) prints it; IPv4

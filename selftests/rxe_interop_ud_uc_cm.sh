@@ -42,41 +42,6 @@ require_module rdma_ucm
 sr_have_provider || skip "the provider build/user/libsroce-rdmav34.so is not built"
 sr_rxe_use || skip "rdma_rxe cannot be loaded (is UDP 4791 of the initial namespace taken?)"
 
-# gid_sysfs ADDR: the sysfs spelling of ADDR's RoCE v2 GID, in pure bash
-# (python's start-up costs seconds under TCG).
-gid_sysfs() {
-	local a=$1 l r g out=() i n
-	local -a o lg rg
-	if [[ $a != *:* ]]; then
-		IFS=. read -ra o <<<"$a"
-		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "${o[@]}"
-		return
-	fi
-	if [[ $a == *::* ]]; then l=${a%%::*} r=${a#*::}; else l=$a r=''; fi
-	IFS=: read -ra lg <<<"$l"
-	IFS=: read -ra rg <<<"$r"
-	n=$((8 - ${#lg[@]} - ${#rg[@]}))
-	for g in "${lg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < n; i++)); do out+=(0); done
-	for g in "${rg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < 8; i++)); do out[i]=$(printf '%04x' "0x${out[i]}"); done
-	(IFS=:; echo "${out[*]}")
-}
-
-# gid_index DEV ADDR: index of DEV port 1's RoCE v2 GID for ADDR (status 1: none).
-gid_index() {
-	local want f idx
-	want=$(gid_sysfs "$2")
-	for f in "/sys/class/infiniband/$1"/ports/1/gids/*; do
-		[[ "$(<"$f")" == "$want" ]] 2>/dev/null || continue
-		idx=${f##*/}
-		[[ "$(<"/sys/class/infiniband/$1/ports/1/gid_attrs/types/$idx")" == "RoCE v2" ]] 2>/dev/null || continue
-		echo "$idx"
-		return 0
-	done
-	return 1
-}
-
 # gid_text ADDR: the GID as the pingpongs print it (inet_ntop).
 gid_text() { if [[ $1 == *:* ]]; then echo "$1"; else echo "::ffff:$1"; fi; }
 
@@ -101,13 +66,13 @@ check ip -n "$ns" addr add "$ip6s/64" dev "$vs" nodad
 check rdma link add "$rxe" type rxe netdev "$vr"
 defer_quiet rdma link delete "$rxe"
 sr_link_add "$ns" "$dev" "$vs"
-wait_for "gid_index $rxe $ipr" 10 || fail "$rxe: no RoCE v2 GID for $ipr: $(sr_gids "$rxe")"
-wait_for "gid_index $dev $ips" 10 || fail "$dev: no RoCE v2 GID for $ips: $(sr_gids "$dev")"
-wait_for "gid_index $dev $ip6s" 10 || fail "$dev: no RoCE v2 GID for $ip6s: $(sr_gids "$dev")"
+wait_for "sr_gid_index $rxe $ipr" 10 || fail "$rxe: no RoCE v2 GID for $ipr: $(sr_gids "$rxe")"
+wait_for "sr_gid_index $dev $ips" 10 || fail "$dev: no RoCE v2 GID for $ips: $(sr_gids "$dev")"
+wait_for "sr_gid_index $dev $ip6s" 10 || fail "$dev: no RoCE v2 GID for $ip6s: $(sr_gids "$dev")"
 have_rxe_v6=1
-wait_for "gid_index $rxe $ip6r" 10 || have_rxe_v6=0
-log "rxe $rxe on $vr ($ipr #$(gid_index "$rxe" "$ipr"), $ip6r #$(gid_index "$rxe" "$ip6r" || echo none))" \
-	"<-> sroce $dev on $vs in $ns ($ips #$(gid_index "$dev" "$ips"), $ip6s #$(gid_index "$dev" "$ip6s"))"
+wait_for "sr_gid_index $rxe $ip6r" 10 || have_rxe_v6=0
+log "rxe $rxe on $vr ($ipr #$(sr_gid_index "$rxe" "$ipr"), $ip6r #$(sr_gid_index "$rxe" "$ip6r" || echo none))" \
+	"<-> sroce $dev on $vs in $ns ($ips #$(sr_gid_index "$dev" "$ips"), $ip6s #$(sr_gid_index "$dev" "$ip6s"))"
 sr_dmesg_mark
 
 # --- sides --------------------------------------------------------------------------
@@ -123,8 +88,8 @@ side_ip() { # side_ip SIDE 4|6
 
 # --- counters -----------------------------------------------------------------------
 hwc() { # hwc DEV COUNTER: port 1 hw counter (0 if the device has no such counter)
-	local f=$SR_SYS/$1/ports/1/hw_counters/$2
-	if [[ -r $f ]]; then echo "$(<"$f")"; else echo 0; fi
+	local cf=$SR_SYS/$1/ports/1/hw_counters/$2
+	if [[ -r $cf ]]; then echo "$(<"$cf")"; else echo 0; fi
 }
 [[ -r $SR_SYS/$dev/ports/1/hw_counters/sent_pkts ]] || fail "$dev has no hw_counters/sent_pkts"
 [[ -r $SR_SYS/$rxe/ports/1/hw_counters/sent_pkts ]] || fail "$rxe has no hw_counters/sent_pkts"
@@ -304,8 +269,8 @@ pp() {
 	local tool=$1 tag=$2 s=$3 c=$4 fam=$5 size=$6 iters=$7 pmtu=$8
 	shift 8
 	local port=$((next_port++)) sgid cgid npk common
-	sgid=$(gid_index "$(side_dev "$s")" "$(side_ip "$s" "$fam")")
-	cgid=$(gid_index "$(side_dev "$c")" "$(side_ip "$c" "$fam")")
+	sgid=$(sr_gid_index "$(side_dev "$s")" "$(side_ip "$s" "$fam")")
+	cgid=$(sr_gid_index "$(side_dev "$c")" "$(side_ip "$c" "$fam")")
 	pp_size=$size pp_iters=$iters
 	pp_saddr=$(side_ip "$s" "$fam") pp_caddr=$(side_ip "$c" "$fam")
 	npk=$(((size + pmtu - 1) / pmtu))

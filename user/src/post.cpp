@@ -146,6 +146,15 @@ bool recv_queue::attach(void *base, size_t len, uint32_t max_wr,
 	return true;
 }
 
+bool bind_ok(const struct ibv_context *ctx, const struct ibv_mw *mw,
+	     uint32_t rkey, const struct ibv_mw_bind_info &b) noexcept
+{
+	/* The new key names the same window; no zero-based windows. */
+	return mw && mw->context == ctx && (rkey >> 8) == (mw->rkey >> 8) &&
+	       (b.mr ? b.mr->context == ctx : !b.length) &&
+	       !(b.mw_access_flags & IBV_ACCESS_ZERO_BASED);
+}
+
 void encode_bind(sroce_send_wqe &h, uint32_t rkey,
 		 const struct ibv_mw_bind_info &b) noexcept
 {
@@ -196,19 +205,10 @@ int encode_send_wqe(const qp &q, const struct ibv_send_wr &wr,
 		if (len < atomic_len)
 			return EINVAL;
 	}
-	if (wr.opcode == IBV_WR_BIND_MW) {
-		const struct ibv_mw *mw = wr.bind_mw.mw;
-		const struct ibv_mr *mr = wr.bind_mw.bind_info.mr;
-
-		/* The new key must name the same window. */
-		if (!mw || mw->context != q.vqp.qp.context ||
-		    (wr.bind_mw.rkey >> 8) != (mw->rkey >> 8) ||
-		    (mr && mr->context != q.vqp.qp.context) ||
-		    (!mr && wr.bind_mw.bind_info.length) || is_inline ||
-		    (wr.bind_mw.bind_info.mw_access_flags &
-		     IBV_ACCESS_ZERO_BASED))
-			return EINVAL;
-	}
+	if (wr.opcode == IBV_WR_BIND_MW &&
+	    (is_inline || !bind_ok(q.vqp.qp.context, wr.bind_mw.mw,
+				   wr.bind_mw.rkey, wr.bind_mw.bind_info)))
+		return EINVAL;
 	/* An AH of another device would not be one of ours to read. */
 	if (type == IBV_QPT_UD &&
 	    (!wr.wr.ud.ah || wr.wr.ud.ah->context != q.vqp.qp.context))

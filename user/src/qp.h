@@ -77,6 +77,12 @@ inline constexpr uint32_t atomic_len = 8;
  * rkey = the MR's lkey, remote_addr/compare_add = start/length, swap = the
  * IBV_ACCESS_REMOTE_* rights.
  */
+/*
+ * May a BIND_MW of this context bind mw with the new rkey as b says? (The
+ * kernel checks the rest: the MR's rights and bounds, the window's state.)
+ */
+bool bind_ok(const struct ibv_context *ctx, const struct ibv_mw *mw,
+	     uint32_t rkey, const struct ibv_mw_bind_info &b) noexcept;
 void encode_bind(sroce_send_wqe &h, uint32_t rkey,
 		 const struct ibv_mw_bind_info &b) noexcept;
 

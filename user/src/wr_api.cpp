@@ -137,14 +137,8 @@ void wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
 		const struct ibv_mw_bind_info *info) noexcept
 {
 	qp *q = to_qp(x);
-	const struct ibv_context *ctx = q->vqp.qp.context;
 
-	/* The new key names the same window; no zero-based windows. */
-	if (!mw || !info || mw->context != ctx ||
-	    (rkey >> 8) != (mw->rkey >> 8) ||
-	    (info->mr && info->mr->context != ctx) ||
-	    (!info->mr && info->length) ||
-	    (info->mw_access_flags & IBV_ACCESS_ZERO_BASED)) {
+	if (!info || !bind_ok(q->vqp.qp.context, mw, rkey, *info)) {
 		finish_current(q->sq);
 		q->sq.wr_cur = nullptr;
 		fail(q->sq, EINVAL);

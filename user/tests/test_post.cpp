@@ -723,3 +723,30 @@ TEST(PostSendAtomic, MisalignedRemoteGoesOnTheWire)
 	EXPECT_EQ(h->remote_addr, 0x1004u);
 	EXPECT_EQ(h->opcode, IBV_WR_ATOMIC_FETCH_AND_ADD);
 }
+
+TEST(BindMw, ArgumentChecks)
+{
+	ibv_context ctx{}, other{};
+	ibv_mw mw{};
+	mw.context = &ctx;
+	mw.rkey = 0x1234;
+	ibv_mr mr{}, foreign{};
+	mr.context = &ctx;
+	foreign.context = &other;
+	ibv_mw_bind_info b{};
+	b.mr = &mr;
+	b.length = 64;
+
+	EXPECT_TRUE(bind_ok(&ctx, &mw, 0x1235, b));
+	EXPECT_FALSE(bind_ok(&ctx, nullptr, 0x1235, b));
+	EXPECT_FALSE(bind_ok(&other, &mw, 0x1235, b));
+	EXPECT_FALSE(bind_ok(&ctx, &mw, 0x1335, b)) << "another window's key";
+	b.mr = &foreign;
+	EXPECT_FALSE(bind_ok(&ctx, &mw, 0x1235, b));
+	b.mr = nullptr;
+	EXPECT_FALSE(bind_ok(&ctx, &mw, 0x1235, b)) << "a range without an MR";
+	b.length = 0;
+	EXPECT_TRUE(bind_ok(&ctx, &mw, 0x1235, b)) << "type 1 unbind";
+	b.mw_access_flags = IBV_ACCESS_ZERO_BASED;
+	EXPECT_FALSE(bind_ok(&ctx, &mw, 0x1235, b));
+}

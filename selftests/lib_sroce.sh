@@ -220,8 +220,11 @@ sr_dummy() {
 	_ns_ip "$ns" link set "$name" up
 }
 
-# sr_ping NS ADDR: one ICMP echo from NS to ADDR (ping(8) if present, else a
-# raw-socket ping in python).
+# sr_ping NS ADDR: one ICMP (IPv4) or ICMPv6 echo from NS to ADDR, with
+# ping(8) if present, else a raw-socket ping in python. Besides checking
+# reachability it leaves NS's neighbour entry for ADDR valid: ib_core resolves
+# a RoCE destination MAC in modify_qp, and a cold IPv6 neighbour can cost that
+# call its whole 1 s resolve timeout (see xsrq_pingpong.sh).
 sr_ping() {
 	local ns=$1 addr=$2
 	if command -v ping >/dev/null; then
@@ -234,17 +237,26 @@ def csum(b):
     s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
     s = (s >> 16) + (s & 0xffff)
     return ~(s + (s >> 16)) & 0xffff
+dst = sys.argv[1]
+v6 = ':' in dst
 ident = os.getpid() & 0xffff
-hdr = struct.pack('!BBHHH', 8, 0, 0, ident, 1) + b'sroce-selftest!!'
-pkt = hdr[:2] + struct.pack('!H', csum(hdr)) + hdr[4:]
-s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+# The ICMPv6 echo request is type 128; the kernel fills in its checksum.
+hdr = struct.pack('!BBHHH', 128 if v6 else 8, 0, 0, ident, 1) + b'sroce-selftest!!'
+pkt = hdr if v6 else hdr[:2] + struct.pack('!H', csum(hdr)) + hdr[4:]
+if v6:
+    s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
 s.settimeout(3)
-s.sendto(pkt, (sys.argv[1], 0))
+s.sendto(pkt, (dst, 0))
+want = socket.inet_pton(s.family, dst)
 end = time.time() + 3
 while time.time() < end:
     data, src = s.recvfrom(2048)
-    icmp = data[(data[0] & 0xf) * 4:]
-    if src[0] == sys.argv[1] and icmp[0] == 0 and struct.unpack('!H', icmp[4:6])[0] == ident:
+    # Raw ICMPv6 sockets deliver the message alone, raw ICMP ones the IP header too.
+    icmp = data if v6 else data[(data[0] & 0xf) * 4:]
+    if (socket.inet_pton(s.family, src[0]) == want and icmp[0] == (129 if v6 else 0)
+            and struct.unpack('!H', icmp[4:6])[0] == ident):
         sys.exit(0)
 sys.exit(1)
 EOF

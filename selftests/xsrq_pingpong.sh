@@ -21,7 +21,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 [[ $EUID == 0 ]] || skip "needs root"
 [[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
-require_cmd ip rdma ss ibv_xsrq_pingpong timeout
+require_cmd ip rdma ss ibv_xsrq_pingpong timeout stdbuf
 
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
@@ -60,6 +60,18 @@ ga4=$(gid_of "$deva" "$v4a") gb4=$(gid_of "$devb" "$v4b")
 ga6=$(gid_of "$deva" "$v6a") gb6=$(gid_of "$devb" "$v6b")
 gl4=$(gid_of "$devl" "$v4l") gl6=$(gid_of "$devl" "$v6l")
 log "GIDs: $deva v4 #$ga4 v6 #$ga6; $devb v4 #$gb4 v6 #$gb6; $devl v4 #$gl4 v6 #$gl6"
+# ibv_xsrq_pingpong's server starts sending as soon as it has connected its
+# own QPs, and gives a client that has not yet moved its XRC TGT QP to RTR
+# only its retry budget (timeout 14, retry_cnt 7: about 0.5 s) to get there.
+# The client's modify_qp(RTR) resolves the server's MAC in ib_core, and with
+# a cold IPv6 neighbour that can take ib_core's whole 1 s resolve timeout:
+# it queues its request only after sending the neighbour solicitation, and an
+# advertisement that arrives before that wakes nothing. The server then ends
+# in RETRY_EXC and both sides hang; that would happen on any RoCE device.
+# Over IPv4 the TCP exchange has already resolved the neighbour; over IPv6
+# (the exchange runs on IPv4) a ping each way does.
+wait_for "sr_ping $nsb $v6a" 10 || fail "no ICMPv6 echo from $nsb to $v6a"
+wait_for "sr_ping $nsa $v6b" 10 || fail "no ICMPv6 echo from $nsa to $v6b"
 sr_dmesg_mark
 
 untrapped() {
@@ -78,7 +90,8 @@ xp() {
 	local cdev=$9 cgid=${10} addr=${11}
 	shift 11
 	local port=$((next_port++)) spid rc=0 i t0 why='' rx0 rx1 want
-	local -a common=(ibv_xsrq_pingpong -p "$port" -s "$size" -n "$iters" -m 1024 "$@")
+	# Line-buffered, so that a hang shows how far each side got.
+	local -a common=(stdbuf -oL ibv_xsrq_pingpong -p "$port" -s "$size" -n "$iters" -m 1024 "$@")
 	local -a cpids=()
 	log "--- $tag: size $size, $iters tests per client, $ncli clients${*:+, $*}"
 	rx0=$(rx_pkts "$sdev")
@@ -124,6 +137,10 @@ xp() {
 		failures=$((failures + 1))
 		log "NOT OK: $tag: $why"
 		for f in "$tmp/$tag".*; do sed "s/^/  ${f##*.}| /" "$f"; done
+		for d in "$sdev" "$cdev"; do
+			log "  $d counters: $(grep -H . "$SR_SYS/$d/ports/1/hw_counters/"* |
+				sed 's|.*/||' | grep -v ':0$' | tr '\n' ' ')"
+		done
 		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
 		return 0
 	fi

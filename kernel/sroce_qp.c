@@ -383,6 +383,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (mask & IB_QP_SQ_PSN) {
 		qp->attr.sq_psn = attr->sq_psn & 0xffffff;
 		qp->req.psn = qp->attr.sq_psn;
+		qp->req.psn_hi = qp->attr.sq_psn;
 		qp->comp.psn = qp->attr.sq_psn;
 	}
 	if (mask & IB_QP_MAX_QP_RD_ATOMIC)

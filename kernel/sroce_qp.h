@@ -141,6 +141,7 @@ struct sroce_qp {
 		u32 cur;		/* WQE being transmitted */
 		u32 offset;		/* bytes of cur already sent */
 		u32 psn;		/* next PSN to send */
+		u32 psn_hi;		/* next PSN never sent before */
 		u32 rd_atomic;		/* READ/atomic WQEs outstanding */
 	} req;
 	struct {

@@ -322,8 +322,6 @@ static void sroce_retrans_arm(struct sroce_qp *qp)
  */
 static void sroce_req_rewind(struct sroce_qp *qp)
 {
-	u32 old_psn = qp->req.psn;
-	s32 resend;
 	u32 idx;
 
 	qp->req.rd_atomic = 0;
@@ -368,9 +366,6 @@ static void sroce_req_rewind(struct sroce_qp *qp)
 			st->started = 0;
 		st->state = SROCE_WQE_POSTED;
 	}
-	resend = sroce_psn_diff(old_psn, qp->req.psn);
-	if (resend > 0)
-		sroce_stat_add(qp->sdev, SROCE_CNT_RETRANS_PKTS, resend);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -704,6 +699,11 @@ static int sroce_req_one(struct sroce_qp *qp)
 		qp->req.psn = sroce_psn_add(qp->req.psn, 1);
 		qp->req.offset += plen;
 	}
+	/* Below the highest PSN ever sent: this packet is a retransmission. */
+	if (!uc && sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0)
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_PKTS);
+	if (sroce_psn_diff(qp->req.psn, qp->req.psn_hi) > 0)
+		qp->req.psn_hi = qp->req.psn;
 	/*
 	 * The ACK timeout runs from the newest packet that asks for an
 	 * ACK: timing from the oldest would fire in the middle of a long,

@@ -210,6 +210,7 @@ struct Expect {
 	bool post_einval_alt = false; // rxe's provider rejects it at post time
 	std::chrono::milliseconds timeout = 10s;
 	double bound = 0; // >0: the error must come within this many seconds
+	double least = 0; // >0: ...and not before this many seconds
 };
 
 // The common part: pre-post receives, post the bad WR and one behind it,
@@ -254,6 +255,8 @@ void run_error(Env &env, Pair &p, const Expect &x, const std::function<ibv_send_
 	std::printf("    info: the error completion took %.3f s (vendor_err 0x%x)\n", el, wcs[0].vendor_err);
 	if (x.bound > 0)
 		c.expect(el <= x.bound, strf("A: error within %.1f s (took %.3f s)", x.bound, el));
+	if (x.least > 0)
+		c.expect(el >= x.least, strf("A: error not before %.3f s (took %.3f s)", x.least, el));
 	if (c.expect(wcs.size() == 2, "A: a completion for the WR behind it"))
 		c.status(strf("A: WR behind it (wr_id %" PRIu64 ")", wcs[1].wr_id), wcs[1].status,
 			 IBV_WC_WR_FLUSH_ERR);
@@ -528,9 +531,39 @@ void retry_case(Env &e, bool destroy)
 void c_retry_exceeded_destroyed(Env &e) { retry_case(e, true); }
 void c_retry_exceeded_reset(Env &e) { retry_case(e, false); }
 
+// The peer is alive and in RTS, but the network between the devices drops
+// everything (the caller arranges that, e.g. netem loss 100%): the requester
+// sends, retries retry_cnt times one ACK timeout apart, and then completes
+// with RETRY_EXC_ERR - not sooner than (retry_cnt + 1) timeouts (less one
+// jiffy of timer rounding each), not much later.
+void c_retry_exceeded_blackhole(Env &e)
+{
+	constexpr uint8_t kTimeout = 14, kRetry = 3; // 4.096 us * 2^14 = 67.1 ms
+	auto p = make_pair(e.opt, [](Pair &pp) {
+		pp.pa.timeout = kTimeout;
+		pp.pa.retry_cnt = kRetry;
+		pp.pa.rnr_retry = 0;
+	});
+	const double t_ack = 4.096e-6 * (1u << kTimeout);
+	Expect x{IBV_WC_RETRY_EXC_ERR, false, {}};
+	x.b_recvs = 0;
+	x.timeout = 30s;
+	x.bound = e.opt.retry_bound;
+	x.least = (kRetry + 1) * (t_ack - 0.010);
+	std::printf("    info: timeout %u (%.1f ms), retry_cnt %u: RETRY_EXC_ERR after about %.0f ms\n", kTimeout,
+		    t_ack * 1e3, kRetry, (kRetry + 1) * t_ack * 1e3);
+	run_error(e, *p, x, [&](ibv_sge &s) {
+		ibv_send_wr wr = mk(s, p->abuf.addr(), 64, p->amr->lkey, IBV_WR_RDMA_WRITE);
+		wr.wr.rdma.remote_addr = p->bbuf.addr();
+		wr.wr.rdma.rkey = p->bmr->rkey;
+		return wr;
+	});
+}
+
 struct Case {
 	const char *name, *desc;
 	void (*fn)(Env &);
+	bool only_by_name = false; // needs a set-up the caller makes: run only with --case
 };
 
 const Case kCases[] = {
@@ -555,6 +588,10 @@ const Case kCases[] = {
 	 c_retry_exceeded_destroyed},
 	{"retry_exceeded_reset", "peer QP in RESET, timeout 10, retry_cnt 2: RETRY_EXC_ERR",
 	 c_retry_exceeded_reset},
+	{"retry_exceeded_blackhole",
+	 "peer in RTS but every packet lost (--case only: the caller drops them), timeout 14, "
+	 "retry_cnt 3: RETRY_EXC_ERR after 4 ACK timeouts",
+	 c_retry_exceeded_blackhole, true},
 };
 
 void usage(FILE *f)
@@ -630,7 +667,8 @@ int main(int argc, char **argv)
 		o.b.name = o.a.name;
 	int passed = 0, failed = 0;
 	for (auto &k : kCases) {
-		if (!o.cases.empty() && std::find(o.cases.begin(), o.cases.end(), k.name) == o.cases.end())
+		if (o.cases.empty() ? k.only_by_name
+				    : std::find(o.cases.begin(), o.cases.end(), k.name) == o.cases.end())
 			continue;
 		std::printf("--- %s: %s\n", k.name, k.desc);
 		std::fflush(stdout);

@@ -55,6 +55,7 @@ struct Options {
 	unsigned kinds = (1u << K_NKINDS) - 1;
 	unsigned max_sge = 16;
 	unsigned signal_pct = 60;
+	unsigned ack_timeout = 14; // IBTA encoding: 4.096 us * 2^N
 	int verbose = 0;
 };
 
@@ -712,6 +713,7 @@ void Test::setup()
 		e->create_qp(caps);
 	ConnParams pa, pb;
 	pa.mtu = pb.mtu = pick_mtu(*ep_[0], *ep_[1], opt_.mtu);
+	pa.timeout = pb.timeout = static_cast<uint8_t>(opt_.ack_timeout);
 	pa.psn = static_cast<uint32_t>(mix64(opt_.seed ^ 1)) & 0xffffff;
 	pb.psn = static_cast<uint32_t>(mix64(opt_.seed ^ 2)) & 0xffffff;
 	// PSNs near the wrap are worth a try.
@@ -907,6 +909,7 @@ void usage(FILE *f)
 		     "  --ops LIST                  only these: SEND,SEND_IMM,WRITE,WRITE_IMM,READ,CMP_SWAP,FETCH_ADD\n"
 		     "  --max-sge N                 SGEs per WR requested (default 16)\n"
 		     "  --signal-pct P              share of signaled WRs (default 60)\n"
+		     "  --ack-timeout N             local ACK timeout, 4.096 us * 2^N (default 14, 67 ms)\n"
 		     "  --mem BYTES                 buffer per side (default 256M; at least one slot)\n"
 		     "  --use-event                 wait on completion channels instead of polling\n"
 		     "  --timeout SECS              fail after this long without a completion (default 60)\n"
@@ -920,7 +923,7 @@ int main(int argc, char **argv)
 {
 	Options o;
 	enum { O_DEVA = 256, O_DEVB, O_GIDA, O_GIDB, O_IPV6, O_MTU, O_ITERS, O_SEED, O_MAXSIZE, O_DEPTH,
-	       O_EVENT, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT };
+	       O_EVENT, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT, O_ACKTO };
 	static const option longopts[] = {
 		{"dev-a", required_argument, nullptr, O_DEVA}, {"dev-b", required_argument, nullptr, O_DEVB},
 		{"gid-a", required_argument, nullptr, O_GIDA}, {"gid-b", required_argument, nullptr, O_GIDB},
@@ -931,6 +934,7 @@ int main(int argc, char **argv)
 		{"timeout", required_argument, nullptr, O_TIMEOUT}, {"mem", required_argument, nullptr, O_MEM},
 		{"ops", required_argument, nullptr, O_OPS},    {"max-sge", required_argument, nullptr, O_MAXSGE},
 		{"signal-pct", required_argument, nullptr, O_SIGPCT},
+		{"ack-timeout", required_argument, nullptr, O_ACKTO},
 		{"verbose", no_argument, nullptr, 'v'},        {"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0}};
 	try {
@@ -953,6 +957,7 @@ int main(int argc, char **argv)
 			case O_OPS: o.kinds = parse_kinds(optarg); break;
 			case O_MAXSGE: o.max_sge = std::stoul(optarg); break;
 			case O_SIGPCT: o.signal_pct = std::stoul(optarg); break;
+			case O_ACKTO: o.ack_timeout = std::stoul(optarg); break;
 			case 'v': o.verbose++; break;
 			case 'h': usage(stdout); return 0;
 			default: usage(stderr); return 2;
@@ -963,7 +968,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (o.depth < 1 || o.depth > 4096 || o.max_sge < 1 || o.max_sge > 64 || o.max_size < 1 ||
-		    o.signal_pct > 100)
+		    o.signal_pct > 100 || o.ack_timeout > 31)
 			throw Error("option out of range");
 		if (!o.seed_given)
 			o.seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) % 1000000007ULL;

@@ -1,0 +1,229 @@
+#!/bin/bash
+# timeout: 900
+#
+# RC over an impaired link: tc netem on both ends of the veth between two
+# sroce devices (so requests, ACKs, NAKs and READ responses all suffer), and
+# tools/verbs-tests/rc_integrity driving every RC opcode (SEND, SEND_IMM,
+# WRITE, WRITE_IMM, READ, CMP_SWAP, FETCH_ADD) in both directions. The
+# integrity checker verifies that every message lands exactly once and in
+# order, every byte and guard byte, every completion once, and every atomic's
+# original value and target: an atomic executed twice (a duplicate not
+# answered from the responder's cache) shows up as a wrong value.
+#
+# Per impairment the device counters must agree with what netem did:
+#  - every packet one device sent and netem did not drop, the other received
+#    (sent - rcvd = netem's drops on that direction, give or take a few
+#    ARP/ND packets, which netem counts but sroce does not send);
+#  - loss makes the requesters retransmit (retransmitted_pkts, retry_timeouts
+#    or sequence NAKs); a clean run retransmits nothing;
+#  - duplication makes the responders see duplicate requests;
+#  - reordering makes them see out-of-sequence requests;
+#  - corruption is caught by the ICRC check (rcvd_icrc_err), or by IP/UDP
+#    before sroce sees it, and costs retransmissions, never data;
+#  - nothing ever ends in retry_exceeded_err or a fatal NAK.
+#
+# The default matrix is sized for CI under TCG; SROCE_IMPAIR_FULL=1 runs the
+# whole one (every loss rate, IPv6, path MTU 256, more operations).
+# SROCE_SEED=N reproduces a run.
+export SR_TAG=im # name prefix, see lib_sroce.sh
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+
+bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
+nsa=${SR_ID}a nsb=${SR_ID}b
+va=${SR_ID}va vb=${SR_ID}vb
+da=${SR_ID}0 db=${SR_ID}1
+full=${SROCE_IMPAIR_FULL:-0}
+seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
+
+[[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
+sr_setup
+require_cmd tc
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+
+ns_create "$nsa"
+ns_create "$nsb"
+veth_pair "$nsa" "$va" "$nsb" "$vb"
+check ip -n "$nsa" addr add 10.83.0.1/24 dev "$va"
+check ip -n "$nsb" addr add 10.83.0.2/24 dev "$vb"
+check ip -n "$nsa" addr add fd83::1/64 dev "$va" nodad
+check ip -n "$nsb" addr add fd83::2/64 dev "$vb" nodad
+sr_link_add "$nsa" "$da" "$va"
+sr_link_add "$nsb" "$db" "$vb"
+for g in "$da 10.83.0.1" "$db 10.83.0.2" "$da fd83::1" "$db fd83::2"; do
+	read -r d a <<<"$g"
+	wait_for "sr_gid_index $d $a" 10 || fail "$d has no RoCE v2 GID for $a"
+done
+# Resolve the neighbours before netem can drop the solicitations.
+wait_for "sr_ping $nsa 10.83.0.2" 10 || fail "no ping from $nsa to 10.83.0.2"
+wait_for "sr_ping $nsa fd83::2" 10 || fail "no ICMPv6 echo from $nsa to fd83::2"
+wait_for "sr_ping $nsb fd83::1" 10 || fail "no ICMPv6 echo from $nsb to fd83::1"
+check modprobe sch_netem
+
+names=(sent_pkts rcvd_pkts retransmitted_pkts retry_timeouts rcvd_seq_err seq_nak_sent
+	duplicate_request out_of_seq_request rcvd_icrc_err rcvd_malformed retry_exceeded_err
+	rcvd_fatal_nak rnr_nak_sent completer_drop)
+declare -A c0 c1
+snap() { # ARRAY: counters of both devices into ARRAY[dev.name]
+	local -n arr=$1
+	local d n
+	for d in "$da" "$db"; do
+		for n in "${names[@]}"; do
+			# shellcheck disable=SC2034 # arr is a nameref
+			arr[$d.$n]=$(<"$SR_SYS/$d/ports/1/hw_counters/$n")
+		done
+	done
+}
+dc() { echo $((c1[$1.$2] - c0[$1.$2])); } # dc DEV NAME: how much NAME moved
+# netem_drops NS DEV: packets netem dropped on DEV's egress since the qdisc
+# was put there.
+netem_drops() {
+	tc -n "$1" -s qdisc show dev "$2" | awk '/dropped/ { sub(",", "", $7); print $7; exit }'
+}
+
+failed=()
+bad() {
+	log "NOT OK: $*"
+	failed+=("$*")
+}
+n=0
+# impair TAG 'NETEM ARGS' EXPECT RC_INTEGRITY_ARGS...: one run. EXPECT is a
+# comma-separated list of what the impairment must show: loss, dup, reorder,
+# corrupt, clean.
+impair() {
+	local tag=$1 spec=$2 expect=$3 t0 rc=0 d side ns dev peer dr lost
+	shift 3
+	n=$((n + 1))
+	log "### $tag: netem ${spec:-(none)}"
+	for side in "$nsa $va" "$nsb $vb"; do
+		read -r ns dev <<<"$side"
+		# shellcheck disable=SC2086 # the netem arguments are words
+		check tc -n "$ns" qdisc replace dev "$dev" root netem limit 10000 $spec
+	done
+	snap c0
+	t0=$SECONDS
+	log "+ $bin --seed $((seed + n)) $*"
+	timeout 400 "$bin" --seed $((seed + n)) --dev-a "$da" --dev-b "$db" --timeout 60 "$@" || rc=$?
+	# Let the last ACKs and any retransmission settle before counting.
+	sleep 1
+	snap c1
+	local -A drops=([$da]=$(netem_drops "$nsa" "$va") [$db]=$(netem_drops "$nsb" "$vb"))
+	check tc -n "$nsa" qdisc del dev "$va" root
+	check tc -n "$nsb" qdisc del dev "$vb" root
+	[[ $rc == 0 ]] || bad "$tag: rc_integrity exited with $rc"
+	log "$tag: $((SECONDS - t0))s; netem dropped $da->$db ${drops[$da]}, $db->$da ${drops[$db]}"
+	for d in "$da" "$db"; do
+		local line="  $d:"
+		for x in "${names[@]}"; do
+			line+=" $x +$(dc "$d" "$x")"
+		done
+		log "$line"
+	done
+
+	local retx=0 dup=0 oos=0 icrc=0
+	for d in "$da" "$db"; do
+		retx=$((retx + $(dc "$d" retransmitted_pkts)))
+		dup=$((dup + $(dc "$d" duplicate_request)))
+		oos=$((oos + $(dc "$d" out_of_seq_request)))
+		icrc=$((icrc + $(dc "$d" rcvd_icrc_err)))
+		for x in retry_exceeded_err rcvd_fatal_nak; do
+			(($(dc "$d" "$x") == 0)) || bad "$tag: $d $x +$(dc "$d" "$x")"
+		done
+	done
+	# Packet accounting, per direction.
+	for side in "$da $db" "$db $da"; do
+		read -r dev peer <<<"$side"
+		lost=$(($(dc "$dev" sent_pkts) - $(dc "$peer" rcvd_pkts)))
+		dr=${drops[$dev]}
+		case ",$expect," in
+		*,dup,* | *,corrupt,*)
+			# Duplicates add packets, corruption can remove them
+			# before sroce (IP/UDP): only the direction is checked.
+			;;
+		*)
+			((lost >= 0 && lost <= dr && dr - lost <= 8)) ||
+				bad "$tag: $dev sent - $peer rcvd = $lost packets, netem dropped $dr"
+			;;
+		esac
+	done
+	case ",$expect," in *,clean,*)
+		((retx == 0)) || bad "$tag: $retx retransmitted packets on a clean link"
+		((dup == 0)) || bad "$tag: $dup duplicate requests on a clean link"
+		;;
+	esac
+	case ",$expect," in *,loss,*)
+		((drops[$da] + drops[$db] > 0)) || bad "$tag: netem dropped nothing"
+		((retx > 0)) || bad "$tag: packets were lost but nothing was retransmitted"
+		;;
+	esac
+	case ",$expect," in *,dup,*)
+		((dup > 0)) || bad "$tag: netem duplicated, but no responder saw a duplicate request"
+		;;
+	esac
+	case ",$expect," in *,reorder,*)
+		((oos > 0)) || bad "$tag: netem reordered, but no responder saw an out-of-sequence request"
+		((retx > 0)) || bad "$tag: reordering caused no retransmission (go-back-N resends after a sequence NAK)"
+		;;
+	esac
+	case ",$expect," in *,corrupt,*)
+		((icrc > 0)) || bad "$tag: netem corrupted packets, but no ICRC error was counted"
+		((retx > 0)) || bad "$tag: corrupted packets were never retransmitted"
+		;;
+	esac
+	[[ $rc != 0 ]] || log "ok: $tag"
+}
+
+ops=(--depth 8 --max-size 16K)
+it=${SROCE_ITERS:-150}
+log "seed base $seed (SROCE_SEED=$seed reproduces this run)"
+impair clean "" clean --iters "$it" "${ops[@]}"
+impair loss-1 "loss 1%" loss --iters "$it" "${ops[@]}"
+impair loss-10 "loss 10%" loss --iters "$it" "${ops[@]}"
+impair reorder-25 "delay 2ms reorder 25% 50%" reorder --iters "$it" "${ops[@]}"
+impair dup-5 "duplicate 5%" dup --iters "$it" "${ops[@]}"
+impair corrupt-1 "corrupt 1%" corrupt --iters "$it" "${ops[@]}" --max-size 64K
+impair jitter "delay 5ms 2ms" "" --iters "$it" "${ops[@]}"
+impair mixed "loss 1% duplicate 2% corrupt 0.5% delay 1ms reorder 10% 50%" loss,dup,corrupt \
+	--iters "$it" "${ops[@]}" --ipv6 --use-event
+if [[ $full == 1 ]]; then
+	impair loss-0.1 "loss 0.1%" "" --iters $((it * 4)) "${ops[@]}"
+	impair loss-5 "loss 5%" loss --iters $((it * 2)) "${ops[@]}"
+	impair loss-5-v6-events "loss 5%" loss --iters "$it" "${ops[@]}" --ipv6 --use-event
+	impair loss-5-mtu256 "loss 5%" loss --iters "$it" --depth 8 --max-size 64K --mtu 256
+	impair loss-1-large "loss 1%" loss --iters 8 --depth 2 --max-size 4M --mem 16M \
+		--ops SEND,WRITE,WRITE_IMM,READ
+	impair reorder-50 "delay 3ms reorder 50% 50%" reorder --iters "$it" "${ops[@]}"
+	impair dup-20 "duplicate 20%" dup --iters "$it" "${ops[@]}"
+	impair corrupt-5 "corrupt 5%" corrupt --iters "$it" "${ops[@]}" --max-size 64K
+	impair atomics-loss-10 "loss 10%" loss --iters $((it * 2)) --depth 8 --ops CMP_SWAP,FETCH_ADD
+	impair reads-loss-10 "loss 10%" loss --iters "$it" --depth 8 --max-size 64K --ops READ
+	impair mixed-heavy "loss 5% duplicate 5% corrupt 1% delay 2ms 1ms reorder 25% 50%" \
+		loss,dup,corrupt --iters "$it" "${ops[@]}"
+fi
+
+# --- a peer that vanishes ----------------------------------------------------------
+# netem loss 100%: the peer QP is fine but nothing reaches it. The requester
+# must give up with RETRY_EXC_ERR after retry_cnt retries, one ACK timeout
+# apart (rc_errors checks the time and the flushes), and the counters must
+# say exactly that: retry_cnt + 1 timeouts, one retry_exceeded_err, and each
+# packet in flight sent retry_cnt + 1 times.
+errbin=${bin%/*}/rc_errors
+log "### blackhole: netem loss 100%, rc_errors --case retry_exceeded_blackhole"
+check tc -n "$nsa" qdisc replace dev "$va" root netem loss 100%
+snap c0
+rc=0
+timeout 120 "$errbin" --case retry_exceeded_blackhole --dev-a "$da" --dev-b "$db" --retry-bound 3 || rc=$?
+snap c1
+check tc -n "$nsa" qdisc del dev "$va" root
+[[ $rc == 0 ]] || bad "blackhole: rc_errors exited with $rc"
+to=$(dc "$da" retry_timeouts) ex=$(dc "$da" retry_exceeded_err)
+tx=$(dc "$da" sent_pkts) rt=$(dc "$da" retransmitted_pkts)
+log "blackhole: $da retry_timeouts +$to, retry_exceeded_err +$ex, sent_pkts +$tx, retransmitted_pkts +$rt"
+((to == 4)) || bad "blackhole: retry_timeouts +$to, want 4 (retry_cnt 3, then the error)"
+((ex == 1)) || bad "blackhole: retry_exceeded_err +$ex, want 1"
+((tx > 0 && tx % 4 == 0 && rt * 4 == tx * 3)) ||
+	bad "blackhole: sent_pkts +$tx and retransmitted_pkts +$rt: want every packet sent 4 times, 3 of them retransmissions"
+(($(dc "$db" rcvd_pkts) == 0)) || bad "blackhole: $db received $(dc "$db" rcvd_pkts) packets through netem loss 100%"
+
+((${#failed[@]} == 0)) || fail "${#failed[@]} impairment check(s) failed: $(printf '%s; ' "${failed[@]}")"
+log "all impairment runs passed"

@@ -143,6 +143,13 @@ struct sroce_qp {
 		u32 psn;		/* next PSN to send */
 		u32 psn_hi;		/* next PSN never sent before */
 		u32 rd_atomic;		/* READ/atomic WQEs outstanding */
+		/*
+		 * The requester reads shadow slot busy_idx with sq_lock
+		 * dropped (building a packet): a fetch must not refill it,
+		 * even if a flush has retired it meanwhile.
+		 */
+		u32 busy_idx;
+		bool busy;
 	} req;
 	struct {
 		u32 idx;		/* oldest WQE not completed */

@@ -86,17 +86,31 @@ static bool sroce_req_fetch_one(struct sroce_qp *qp, u32 idx)
 	u8 *dst = sroce_sq_shadow(qp, idx);
 	struct sroce_send_wqe *w = (void *)dst;
 	u32 slot = sroce_queue_slot_size(&qp->sq);
+	struct sroce_send_wqe hdr;
 	u32 body;
 
-	memcpy(w, src, sizeof(*w));
-	if (w->flags & SROCE_SEND_INLINE)
-		body = w->inline_len;
+	BUILD_BUG_ON(sizeof(hdr) != SROCE_SEND_WQE_HDR_SIZE);
+	/*
+	 * Check the lengths on a private copy: the shadow only ever holds
+	 * lengths that fit the slot and the QP's limits, even for a moment.
+	 */
+	memcpy(&hdr, src, sizeof(hdr));
+	if (hdr.flags & SROCE_SEND_INLINE)
+		body = hdr.inline_len;
 	else
-		body = w->num_sge * sizeof(struct sroce_sge);
+		body = (u32)hdr.num_sge * sizeof(struct sroce_sge);
 	if (body > slot - SROCE_SEND_WQE_HDR_SIZE ||
-	    (w->flags & SROCE_SEND_INLINE && w->inline_len > qp->max_inline) ||
-	    (!(w->flags & SROCE_SEND_INLINE) && w->num_sge > qp->max_send_sge))
+	    (hdr.flags & SROCE_SEND_INLINE && hdr.inline_len > qp->max_inline) ||
+	    (!(hdr.flags & SROCE_SEND_INLINE) &&
+	     hdr.num_sge > qp->max_send_sge)) {
+		/* Kept for its completion: wr_id, opcode, flags. */
+		hdr.flags &= ~SROCE_SEND_INLINE;
+		hdr.num_sge = 0;
+		hdr.inline_len = 0;
+		memcpy(w, &hdr, sizeof(hdr));
 		return false;
+	}
+	memcpy(w, &hdr, sizeof(hdr));
 	memcpy(dst + SROCE_SEND_WQE_HDR_SIZE, src + SROCE_SEND_WQE_HDR_SIZE,
 	       body);
 	if (sroce_qp_is_ud(qp)) {
@@ -165,10 +179,17 @@ static bool sroce_req_fetch_one(struct sroce_qp *qp, u32 idx)
 static bool sroce_req_fetch(struct sroce_qp *qp)
 {
 	int n = sroce_queue_count_produced(&qp->sq);
-	u32 room = qp->sq.num_slots - (qp->req.fetched - qp->comp.idx);
+	u32 oldest = qp->comp.idx, room;
 
 	if (n < 0)
 		return false;
+	/* Pairs with the requester's smp_store_release() of busy. */
+	if (smp_load_acquire(&qp->req.busy) &&
+	    (s32)(qp->req.busy_idx - oldest) < 0)
+		oldest = qp->req.busy_idx;
+	room = qp->sq.num_slots - (qp->req.fetched - oldest);
+	if (room > qp->sq.num_slots)
+		room = 0;
 	if (n > room)
 		n = room;
 	while (n--) {
@@ -285,7 +306,8 @@ static bool sroce_comp_retire(struct sroce_qp *qp)
 				.wr_id = w->wr_id,
 				.status = st->status,
 				.opcode = sroce_wc_opcode(w->opcode),
-				.byte_len = sroce_wqe_len(w),
+				.byte_len = st->status == IB_WC_SUCCESS ?
+					    sroce_wqe_len(w) : 0,
 				.qp_num = qp->ibqp.qp_num,
 				.port_num = 1,
 			};
@@ -498,6 +520,8 @@ static int sroce_req_ud_one(struct sroce_qp *qp)
 	dest = qp->ud_dest[idx & (qp->sq.num_slots - 1)];
 	pkt->bth.psn = qp->req.psn;
 	qp->req.psn = sroce_psn_add(qp->req.psn, 1);
+	qp->req.busy_idx = idx;
+	qp->req.busy = true;
 	spin_unlock_bh(&qp->sq_lock);
 
 	len = sroce_wqe_len(w);
@@ -531,7 +555,8 @@ static int sroce_req_ud_one(struct sroce_qp *qp)
 	sroce_tx_send(qp, &tp);
 done:
 	spin_lock_bh(&qp->sq_lock);
-	/* A flush meanwhile has completed it (and may have reused the slot). */
+	qp->req.busy = false;
+	/* A flush meanwhile has completed it (its slot stayed ours). */
 	if ((s32)(idx - qp->comp.idx) >= 0 && st->state != SROCE_WQE_DONE) {
 		st->state = SROCE_WQE_DONE;
 		st->status = status;
@@ -713,23 +738,35 @@ static int sroce_req_one(struct sroce_qp *qp)
 	if (!uc &&
 	    (pkt->bth.ack_req || !timer_pending(&qp->comp.retrans_timer)))
 		sroce_retrans_arm(qp);
+	qp->req.busy_idx = idx;
+	qp->req.busy = true;
 	spin_unlock_bh(&qp->sq_lock);
 
 	if (sroce_tx_alloc(qp, &tp, GFP_KERNEL)) {
+		/* Pairs with sroce_req_fetch()'s smp_load_acquire(). */
+		smp_store_release(&qp->req.busy, false);
 		/* Like a lost packet: the retransmit timer recovers. */
 		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);
 		return 0;
 	}
+	status = 0;
 	if (w->opcode == SROCE_WR_ATOMIC_WRITE) {
-		memcpy(tp.payload, &w->compare_add, SROCE_ATOMIC_WRITE_LEN);
+		if (plen >= SROCE_ATOMIC_WRITE_LEN)
+			memcpy(tp.payload, &w->compare_add,
+			       SROCE_ATOMIC_WRITE_LEN);
 	} else if (plen) {
 		status = sroce_wqe_data(qp, w, off, tp.payload, plen,
 					SROCE_FROM_MR, 0);
-		if (status) {
-			sroce_tx_free(&tp);
-			sroce_req_local_error(qp, idx, status);
-			return 1;
-		}
+	}
+	/*
+	 * Done with the shadow slot: a fetch may refill it. Pairs with
+	 * sroce_req_fetch()'s smp_load_acquire().
+	 */
+	smp_store_release(&qp->req.busy, false);
+	if (status) {
+		sroce_tx_free(&tp);
+		sroce_req_local_error(qp, idx, status);
+		return 1;
 	}
 	sroce_tx_send(qp, &tp);
 	if (uc && last) {

@@ -31,8 +31,9 @@ echo "clang-tidy: $(echo "$units" | wc -l) translation units"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
+# In parallel, a few translation units per clang-tidy process.
 # shellcheck disable=SC2086
-"$tidy" -p "$build" --quiet $units >"$out" 2>&1 || status=1
+printf '%s\n' $units | xargs -P "$(nproc)" -n 4 "$tidy" -p "$build" --quiet >"$out" 2>&1 || status=1
 grep -v 'warnings\{0,1\} generated\.$' "$out" >&2 || true
 if [ $status -ne 0 ]; then
 	echo "clang-tidy: FAILED" >&2

@@ -5,9 +5,10 @@
 # cleanly (sockets closed, netdevs untouched), and the netdevs take new
 # devices after a reload. With a process holding a device open
 # (ibv_asyncwatch; needs the provider), rmmod must either succeed (the device
-# disassociated) or be refused cleanly with the device intact; today sroce
-# does the latter (the uverbs file holds a module reference), and rmmod works
-# once the process exits.
+# disassociated) or be refused cleanly with the device intact. sroce
+# implements disassociate_ucontext, so the RDMA core holds no module
+# reference for open contexts and rmmod succeeds: the process's device is
+# disassociated (see also teardown_traffic, which does it under traffic).
 export SR_TAG=rb # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"

@@ -1,0 +1,259 @@
+#!/bin/bash
+# timeout: 600
+#
+# Hostile wire input: tools/inject/sroce_inject.py (python3-scapy) sends
+# crafted RoCEv2 frames through an AF_PACKET socket on one end of a veth pair
+# to the sroce device on the other end, while tools/verbs-tests/rc_integrity
+# drives real RC traffic (every opcode, every byte checked) between the two
+# devices, back to back, IPv4 and IPv6 runs alternating.
+#
+#   netns A: veth A, sroce device A, the injector's packet sockets
+#   netns B: veth B, sroce device B: the target
+#
+# The injector creates "victim" QPs on device B with pyverbs (RC in INIT,
+# RTR and RTS, UC, UD, IPv4 and IPv6) whose remote QPNs are phantoms on A, so
+# every ACK/NAK device B sends them is caught by a BPF-filtered sniffer on
+# veth A and checked (opcode, syndrome, PSN, ICRC), as are the victims'
+# completions and memory. Phases (1b to 4 in one injector process, with the
+# real traffic running throughout):
+#
+#  1. ICRC: the injector's known-answer vectors, its ICRC against scapy's,
+#     and against real sroce traffic (IPv4 and IPv6), before any injection.
+#  2. Directed cases, each with the counter it must move by exactly the
+#     number of packets (EXACT counters; NOISY ones, which real traffic
+#     moves too, at least that much plus the sniffed answers):
+#       valid packets (probes: ICRC-invariant fields changed, IP fragments,
+#       trailing bytes past the UDP length, P_Key 0x7fff) are accepted;
+#       truncated UDP payload / extension headers, IPv4 options, pad count
+#       underflow, unaligned lengths, payload on header-only opcodes,
+#       impossible payload lengths, reserved opcodes, TVer != 0 -> rcvd_malformed;
+#       bad ICRC (IPv4, IPv6), UDP length cutting the ICRC -> rcvd_icrc_err;
+#       UDP length beyond the IP payload -> dropped by UDP (Udp InErrors);
+#       opcode invalid for the QP type -> rcvd_bad_opcode;
+#       wrong P_Key -> rcvd_bad_pkey; wrong Q_Key (UD, GSI) -> rcvd_bad_qkey;
+#       unknown QPN -> rcvd_no_qp; CNPs -> rcvd_cnp;
+#       ACK to an RTR QP, request to an INIT or ERR QP -> rcvd_bad_qp_state;
+#       PSN ahead -> out_of_seq_request + one PSN sequence NAK; PSN behind ->
+#       duplicate_request + re-ACK (an atomic replayed from its cache);
+#       bad R_Key, VA/length past the MR or wrapping 2^64, missing rights ->
+#       NAK remote access error (rem_access_nak_sent), the QP to error;
+#       READ/WRITE over 2^31, misaligned atomics, payload != DMA length,
+#       SEND_MIDDLE without FIRST, SEND longer than the receive buffer, bad
+#       IETH R_Key -> NAK invalid request (rem_inv_req_nak_sent);
+#       SEND into a receive WQE with a bad L_Key -> NAK remote operational
+#       error (rem_op_nak_sent);
+#       SEND with no receive posted -> RNR NAK, the QP stays up;
+#       READ responses nobody asked for, ACKs for unsent PSNs, reserved AETH
+#       syndromes -> completer_drop, the QP stays up; forged responses with
+#       the wrong PSN/length/position for a posted READ/atomic are dropped,
+#       the right ones complete it;
+#       UC errors drop the message without an answer.
+#     Known deviations (ONLY packets longer than the path MTU accepted; a NAK
+#     for the next unsent PSN kills an idle QP; one oversize UD datagram to
+#     QP 1 kills the GSI QP) are reported as XFAIL, not failures.
+#  3. Flood: 50k SENDs to unknown QPNs and 5k CNPs for unknown QPs: every one
+#     counted (less what the veth dropped), a victim answers right after.
+#  4. Mutation run: >= 100k mutated valid packets (SROCE_MUTATIONS), seeded
+#     (SROCE_SEED=N reproduces), aimed only at the victims and at QPNs no
+#     real QP has, most with a fixed-up ICRC.
+#  5. After all that: no kernel splat (run.sh checks), real traffic passed
+#     throughout, rc_integrity passes again (IPv4 and IPv6), fresh probes
+#     pass, and no QP, MR or CQ is left on either device.
+#
+# SROCE_SEED=N replays a run (the injector's choices and the rc_integrity
+# seeds; QPNs, R_Keys and addresses come from the device and may differ);
+# SROCE_MUTATIONS=N sets the mutation count, SROCE_FLOOD=N the flood size.
+export SR_TAG=wh # name prefix, see lib_sroce.sh
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+# Opt-in for now: it adds about 3 minutes to a CI run that is close to its
+# budget, and three kernel bugs it found are reported as XFAIL until fixed.
+[[ "${SROCE_WIRE_HOSTILE:-0}" == 1 ]] ||
+	skip "opt-in (SROCE_WIRE_HOSTILE=1): CI time, and three known kernel bugs reported as XFAIL"
+
+inj=$SROCE_ROOT/tools/inject/sroce_inject.py
+bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
+nsa=${SR_ID}a nsb=${SR_ID}b
+va=${SR_ID}va vb=${SR_ID}vb
+da=${SR_ID}0 db=${SR_ID}1
+ipa=10.91.0.1 ipb=10.91.0.2 ip6a=fd91::1 ip6b=fd91::2
+seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
+mutations=${SROCE_MUTATIONS:-100000}
+flood=${SROCE_FLOOD:-50000}
+
+[[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
+sr_setup
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+tmp=$(mktemp -d)
+defer rm -rf "$tmp"
+# The injector stamps its cases with this clock ($SECONDS of this script).
+SROCE_T0=$(($(date +%s) - SECONDS))
+export SROCE_T0
+log "seed $seed (SROCE_SEED=$seed reproduces this run)"
+
+bg_kill() { # TAG PID: on an early exit, kill a background job not yet reaped
+	[[ -e "$tmp/reaped.$1" ]] || kill "$2" 2>/dev/null || true
+}
+
+# --- phase 1a: the injector's own ICRC (no device needed), while the topology
+# is set up. Exit 4: $PYTHON lacks scapy or pyverbs.
+"$PYTHON" "$inj" selftest >"$tmp/selftest.log" 2>&1 &
+selftest_pid=$!
+defer_quiet bg_kill selftest "$selftest_pid"
+
+# --- topology ------------------------------------------------------------------------
+ns_create "$nsa"
+ns_create "$nsb"
+veth_pair "$nsa" "$va" "$nsb" "$vb"
+check ip -n "$nsa" addr add "$ipa/24" dev "$va"
+check ip -n "$nsb" addr add "$ipb/24" dev "$vb"
+check ip -n "$nsa" addr add "$ip6a/64" dev "$va" nodad
+check ip -n "$nsb" addr add "$ip6b/64" dev "$vb" nodad
+sr_link_add "$nsa" "$da" "$va"
+sr_link_add "$nsb" "$db" "$vb"
+# gid_of DEV ADDR: DEV's RoCE v2 GID index for ADDR, once it exists.
+gid_of() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		sr_gid_index "$1" "$2" && return 0
+		sleep 0.2
+	done
+	fail "$1 has no RoCE v2 GID for $2"
+}
+ga4=$(gid_of "$da" "$ipa")
+gb4=$(gid_of "$db" "$ipb")
+ga6=$(gid_of "$da" "$ip6a")
+gb6=$(gid_of "$db" "$ip6b")
+for p in "$nsa $ipb" "$nsb $ipa" "$nsa $ip6b" "$nsb $ip6a"; do
+	read -r ns a <<<"$p"
+	wait_for "sr_ping $ns $a" 10 || fail "no ping from $ns to $a"
+done
+mac_a=$(ip -n "$nsa" -j link show dev "$va" | jq -r '.[0].address')
+mac_b=$(ip -n "$nsb" -j link show dev "$vb" | jq -r '.[0].address')
+
+names=(rcvd_pkts sent_pkts rcvd_icrc_err rcvd_malformed rcvd_no_qp rcvd_bad_qp_state
+	rcvd_bad_opcode rcvd_bad_pkey rcvd_cnp rcvd_bad_qkey rcvd_no_wqe_drop duplicate_request
+	out_of_seq_request seq_nak_sent rnr_nak_sent rem_access_nak_sent rem_inv_req_nak_sent
+	rem_op_nak_sent completer_drop rcvd_fatal_nak retransmitted_pkts retry_exceeded_err)
+counters() { # DEV: "name value" for each of names
+	local n
+	for n in "${names[@]}"; do
+		echo "$n $(<"$SR_SYS/$1/ports/1/hw_counters/$n")"
+	done
+}
+counters "$db" >"$tmp/counters.start"
+
+# injector CMD ARGS...: the injector, sending from veth A (netns A) to device B.
+# It runs in the initial namespace (sysfs shows both devices' counters there)
+# and only opens its packet sockets in netns A.
+injector() {
+	local cmd=$1
+	shift
+	log "+ sroce_inject.py $cmd $*"
+	"$PYTHON" "$inj" "$cmd" --ns "$nsa" --ifname "$va" --src-mac "$mac_a" --dst-mac "$mac_b" \
+		--src-ip "$ipa" --dst-ip "$ipb" --src-ip6 "$ip6a" --dst-ip6 "$ip6b" \
+		--dev "$db" --peer-dev "$da" --gid-index "$gb4" --gid-index6 "$gb6" \
+		--peer-gid-index "$ga4" --peer-gid-index6 "$ga6" --peer-ns "$nsb" "$@"
+}
+
+# --- real traffic ----------------------------------------------------------------------
+# traffic_start TAG: rc_integrity runs back to back (odd ones IPv6) until
+# traffic_stop; after each run the number of runs done goes to $tmp/gen.TAG
+# (the injector tolerates teardown noise in rcvd_no_qp/rcvd_bad_qp_state
+# only when it changed during a case).
+tr_pid='' tr_tag='' tr_n=0
+traffic_start() {
+	tr_tag=$1
+	tr_n=$((tr_n + 1))
+	local base=$((seed + tr_n * 1000))
+	echo 0 >"$tmp/gen.$tr_tag"
+	(
+		trap - EXIT ERR
+		set +eE
+		i=0
+		while [[ ! -e $tmp/stop.$tr_tag ]]; do
+			i=$((i + 1))
+			fam=()
+			((i % 2 == 0)) || fam=(--ipv6)
+			echo "# run $i at t=${SECONDS}s: rc_integrity --seed $((base + i)) ${fam[*]}"
+			"$bin" --seed $((base + i)) --dev-a "$da" --dev-b "$db" "${fam[@]}" --iters 6000 \
+				--depth 8 --max-size 32K --use-event --timeout 60 &
+			echo $! >"$tmp/child.$tr_tag"
+			if ! wait $!; then
+				echo "# run $i FAILED at t=${SECONDS}s; counters:"
+				rdma statistic show link "$da/1"
+				rdma statistic show link "$db/1"
+				exit 1
+			fi
+			echo "$i" >"$tmp/gen.$tr_tag"
+		done
+	) >"$tmp/traffic.$tr_tag" 2>&1 &
+	tr_pid=$!
+	defer_quiet traffic_kill "$tr_tag" "$tr_pid"
+	# Let the first run get going.
+	wait_for "grep -q '^# run 1' $tmp/traffic.$tr_tag" 10 || true
+	sleep 2
+}
+traffic_kill() { # TAG PID: on an early exit, stop the loop and its current run
+	[[ ! -e "$tmp/reaped.$1" ]] || return 0
+	touch "$tmp/stop.$1"
+	kill "$2" 2>/dev/null || true
+	[[ ! -s "$tmp/child.$1" ]] || kill "$(<"$tmp/child.$1")" 2>/dev/null || true
+}
+traffic_stop() {
+	local rc=0 runs
+	touch "$tmp/stop.$tr_tag"
+	wait "$tr_pid" || rc=$?
+	touch "$tmp/reaped.$tr_tag"
+	runs=$(<"$tmp/gen.$tr_tag")
+	log "real traffic during $tr_tag: $runs rc_integrity run(s) passed" \
+		"($(grep -c '^# run .*--ipv6' "$tmp/traffic.$tr_tag") of them IPv6), exit $rc"
+	grep -E 'FAIL|error|^link' "$tmp/traffic.$tr_tag" | sed 's/^/  /' || true
+	[[ $rc == 0 ]] || fail "real traffic failed during $tr_tag: $(tail -n 20 "$tmp/traffic.$tr_tag")"
+	((runs >= 1)) || fail "no rc_integrity run completed during $tr_tag"
+}
+
+log "+ sroce_inject.py selftest"
+rc=0
+wait "$selftest_pid" || rc=$?
+touch "$tmp/reaped.selftest"
+cat "$tmp/selftest.log"
+[[ $rc != 4 ]] || skip "$PYTHON cannot import scapy.contrib.roce or pyverbs (python3-scapy, python3-pyverbs)"
+[[ $rc == 0 ]] || fail "the injector's ICRC self-test failed"
+
+# --- phases 1b-4: one injector process, real traffic throughout ----------------------------
+# (Python and scapy take seconds to start in a TCG guest.) The injector first
+# checks its ICRC against real sroce packets of both families, before it
+# injects anything, then runs the directed cases, the flood and the mutation
+# run, each phase with its own summary.
+log "### [t=${SECONDS}s] ICRC of real traffic, directed cases, flood, mutation run ($mutations" \
+	"packets, seed $seed), with real traffic running"
+traffic_start hostile
+t0=$SECONDS
+rc=0
+injector all --seed "$seed" --count "$mutations" --cycle 2000 --flood "$flood" --cnps 5000 \
+	--min-packets 100 --traffic-gen "$tmp/gen.hostile" || rc=$?
+log "injector: $((SECONDS - t0)) s, exit $rc"
+traffic_stop
+[[ $rc == 0 ]] || fail "hostile input checks failed (seed $seed; see above)"
+
+# --- phase 5: the device still passes traffic, nothing is left over ---------------------------
+log "### [t=${SECONDS}s] after the hostile input"
+check "$bin" --seed $((seed + 7)) --dev-a "$da" --dev-b "$db" --iters 150 --max-size 64K --timeout 60
+check "$bin" --seed $((seed + 8)) --dev-a "$da" --dev-b "$db" --ipv6 --iters 100 --timeout 60
+leftovers() { # user-space QPs, CQs, MRs and PDs still on our devices
+	local r
+	for r in qp cq mr pd; do
+		rdma res show "$r" -j | jq -r --arg r "$r" --arg a "$da" --arg b "$db" \
+			'.[] | select(has("pid")) | select((.ifname | split("/")[0]) as $d | $d == $a or $d == $b)
+			     | "\($r) on \(.ifname) of pid \(.pid) (\(.comm // "?"))"'
+	done
+}
+no_leftovers() { [[ -z "$(leftovers)" ]]; }
+wait_for no_leftovers 10 || fail "resources left on $da/$db: $(leftovers)"
+log "ok: no user QP, CQ, MR or PD left on $da or $db"
+
+counters "$db" >"$tmp/counters.end"
+log "$db counters over the whole test:"
+paste -d ' ' "$tmp/counters.start" "$tmp/counters.end" | awk '{ printf "  %-22s +%d\n", $1, $4 - $2 }'
+log "all hostile-input phases passed (seed $seed)"

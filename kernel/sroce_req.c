@@ -858,9 +858,13 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
 	u32 next = inclusive ? sroce_psn_add(psn, 1) : psn;
 	u32 idx;
 
-	/* Must acknowledge something sent and not yet acknowledged. */
+	/*
+	 * Must acknowledge something sent and not yet acknowledged; a NAK
+	 * must name a PSN that was sent (not the next one to send).
+	 */
 	if (sroce_psn_diff(next, qp->comp.psn) < 0 ||
-	    sroce_psn_diff(next, qp->req.psn) > 0)
+	    sroce_psn_diff(next, qp->req.psn) > 0 ||
+	    (!inclusive && next == qp->req.psn))
 		return false;
 	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
 		struct sroce_wqe_st *st = sroce_wst(qp, idx);

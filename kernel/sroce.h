@@ -24,6 +24,7 @@
 #include "sroce_compat.h"
 #include "../include/sroce-abi.h"
 #include "proto/sroce_proto.h"
+#include "proto/sroce_dcqcn.h"
 
 struct sroce_net;
 
@@ -69,6 +70,10 @@ struct sroce_dev {
 	/* XRC SRQs by SRQ number, looked up under RCU by XRC responders. */
 	struct xarray srq_xa;
 	u32 srq_next;
+
+	/* DCQCN knobs (sysfs dcqcn/, read locklessly) and the line rate. */
+	struct sroce_dcqcn_params cc;
+	u32 line_kbps;
 };
 
 static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)

@@ -119,7 +119,7 @@ static enum ib_mtu sroce_active_mtu(struct net_device *ndev)
  */
 #define SROCE_DEFAULT_SPEED_MBPS	10000
 
-static void sroce_eth_speed(struct net_device *ndev, u16 *speed, u8 *width)
+static u32 sroce_eth_mbps(struct net_device *ndev)
 {
 	struct ethtool_link_ksettings ks;
 	u32 mbps = SROCE_DEFAULT_SPEED_MBPS;
@@ -129,6 +129,12 @@ static void sroce_eth_speed(struct net_device *ndev, u16 *speed, u8 *width)
 	    ks.base.speed != (u32)SPEED_UNKNOWN && ks.base.speed)
 		mbps = ks.base.speed;
 	rtnl_unlock();
+	return mbps;
+}
+
+static void sroce_eth_speed(struct net_device *ndev, u16 *speed, u8 *width)
+{
+	u32 mbps = sroce_eth_mbps(ndev);
 
 	/* Nearest IB speed x width not above the Ethernet rate. */
 	if (mbps <= 2500) {
@@ -340,6 +346,8 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_xrcd = sroce_dealloc_xrcd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.device_group = &sroce_cc_attr_group,
+	.fill_res_qp_entry = sroce_cc_fill_res_qp,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.dereg_mr = sroce_dereg_mr,
 	.destroy_ah = sroce_destroy_ah,
@@ -463,6 +471,8 @@ int sroce_dev_add(const char *ibdev_name, struct net_device *ndev)
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	sroce_init_attr(sdev);
 	sdev->port_state = sroce_port_state(ndev);
+	/* DCQCN: the rate an unlimited QP is taken to send at. */
+	sroce_cc_dev_init(sdev, sroce_eth_mbps(ndev));
 
 	/*
 	 * From here on ib_dealloc_device() calls sroce_dealloc_driver(),

@@ -14,6 +14,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "sroce.h"
+#include "sroce_cc.h"
 #include "sroce_transport.h"
 
 /* Serialises the existence checks in newlink with the registration. */
@@ -85,12 +86,23 @@ static int __init sroce_init(void)
 {
 	int err;
 
+	err = sroce_cc_module_init();
+	if (WARN_ON(err))
+		return err;
 	/* Requester and READ-response work: unbound, may run long. */
 	sroce_wq = alloc_workqueue("sroce", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!sroce_wq)
 		return -ENOMEM;
+	/* Per CPU, for paced QPs: see sroce_req_queue(). */
+	sroce_pace_wq = alloc_workqueue("sroce_pace", WQ_HIGHPRI | WQ_MEM_RECLAIM,
+					0);
+	if (!sroce_pace_wq) {
+		destroy_workqueue(sroce_wq);
+		return -ENOMEM;
+	}
 	err = sroce_net_init();
 	if (err) {
+		destroy_workqueue(sroce_pace_wq);
 		destroy_workqueue(sroce_wq);
 		return err;
 	}
@@ -105,6 +117,7 @@ static void __exit sroce_exit(void)
 	rdma_link_unregister(&sroce_link_ops);
 	ib_unregister_driver((enum rdma_driver_id)SROCE_DRIVER_ID);
 	sroce_net_exit();
+	destroy_workqueue(sroce_pace_wq);
 	destroy_workqueue(sroce_wq);
 	pr_info("sroce: unloaded\n");
 }

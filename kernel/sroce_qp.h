@@ -31,6 +31,8 @@
 #include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
 
+#include "sroce_cc.h"
+
 #include "sroce_queue.h"
 
 struct sroce_dev;
@@ -150,6 +152,7 @@ struct sroce_qp {
 		 */
 		u32 busy_idx;
 		bool busy;
+		int cpu;		/* where the requester last ran */
 	} req;
 	struct {
 		u32 idx;		/* oldest WQE not completed */
@@ -197,6 +200,8 @@ struct sroce_qp {
 		bool busy;		/* stream or backlog pending */
 		struct sk_buff_head backlog;	/* requests behind it */
 	} resp;
+
+	struct sroce_cc_qp cc;		/* DCQCN, the pacer */
 };
 
 static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)

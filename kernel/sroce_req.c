@@ -8,6 +8,9 @@
 #include <linux/highmem.h>
 #include <linux/jiffies.h>
 #include <linux/sched.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
 
 #include "sroce.h"
 #include "sroce_ah.h"
@@ -29,6 +32,7 @@
 #define SROCE_REQ_BUDGET	256
 
 struct workqueue_struct *sroce_wq;
+struct workqueue_struct *sroce_pace_wq;
 
 static bool sroce_wqe_is_rd_atomic(u8 op)
 {
@@ -572,6 +576,19 @@ done:
  * Send one packet. Returns 1 if a packet went out (or an error was handled)
  * and the requester should continue, 0 if there is nothing to do now.
  */
+/* Bytes @pkt takes on the wire: Ethernet, IP, UDP, RoCE headers, ICRC. */
+static u32 sroce_req_wire_len(const struct sroce_qp *qp,
+			      const struct sroce_pkt *pkt)
+{
+	const struct sroce_opcode_info *info = sroce_opcode_info(pkt->bth.opcode);
+
+	return ETH_HLEN + (qp->av.p.ipv6 ? sizeof(struct ipv6hdr) :
+					   sizeof(struct iphdr)) +
+	       sizeof(struct udphdr) + (info ? info->hdr_len : 0) +
+	       pkt->payload_len + sroce_pad_len(pkt->payload_len) +
+	       SROCE_ICRC_LEN;
+}
+
 static int sroce_req_one(struct sroce_qp *qp)
 {
 	struct sroce_txpkt tp = {};
@@ -652,6 +669,13 @@ static int sroce_req_one(struct sroce_qp *qp)
 		return 1;
 	}
 
+	/* DCQCN: a rate-limited QP sends when its pacer says so. */
+	if (unlikely(READ_ONCE(qp->cc.limited)) &&
+	    sroce_cc_pace_wait_slow(qp)) {
+		spin_unlock_bh(&qp->sq_lock);
+		return 0;
+	}
+
 	len = sroce_wqe_len(w);
 	off = qp->req.offset;
 	first = off == 0;
@@ -677,10 +701,15 @@ static int sroce_req_one(struct sroce_qp *qp)
 	pkt->bth.dqpn = qp->attr.dest_qp_num;
 	pkt->bth.psn = qp->req.psn;
 	pkt->bth.se = last && (w->flags & SROCE_SEND_SOLICITED);
+	/*
+	 * A paced QP asks for an ACK on every packet: its packets are spread
+	 * out, and one left unacknowledged while the requester waits for
+	 * its turn would run into the ACK timeout.
+	 */
 	pkt->bth.ack_req = !uc &&
-			   (last || !((sroce_psn_diff(qp->req.psn,
-						      st->first_psn) + 1) %
-				      SROCE_ACKREQ_EVERY));
+			   (last || READ_ONCE(qp->cc.limited) ||
+			    !((sroce_psn_diff(qp->req.psn, st->first_psn) + 1) %
+			      SROCE_ACKREQ_EVERY));
 	pkt->payload_len = plen;
 	if (first) {
 		st->started = 1;
@@ -729,6 +758,7 @@ static int sroce_req_one(struct sroce_qp *qp)
 		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_PKTS);
 	if (sroce_psn_diff(qp->req.psn, qp->req.psn_hi) > 0)
 		qp->req.psn_hi = qp->req.psn;
+	sroce_cc_sent(qp, plen, sroce_req_wire_len(qp, pkt));
 	/*
 	 * The ACK timeout runs from the newest packet that asks for an
 	 * ACK: timing from the oldest would fire in the middle of a long,
@@ -795,6 +825,23 @@ static bool sroce_req_process(struct sroce_qp *qp)
 	return true;
 }
 
+/*
+ * Queue the requester's work. A paced (rate-limited) QP is woken for every
+ * few packets; it keeps sending from the CPU it last sent from, because
+ * packets sent from ever-changing CPUs get reordered on the way (the
+ * per-CPU backlogs of veth and RPS, XPS queue choice), and go-back-N pays
+ * for each reordering with a retransmission.
+ */
+static void sroce_req_queue(struct sroce_qp *qp)
+{
+	int cpu = READ_ONCE(qp->req.cpu);
+
+	if (READ_ONCE(qp->cc.limited) && cpu_online(cpu))
+		queue_work_on(cpu, sroce_pace_wq, &qp->req_work);
+	else
+		queue_work(sroce_wq, &qp->req_work);
+}
+
 static void sroce_req_exec(struct sroce_qp *qp)
 {
 	bool more;
@@ -803,6 +850,7 @@ static void sroce_req_exec(struct sroce_qp *qp)
 		set_bit(SROCE_QPF_REQ_AGAIN, &qp->flags);
 		if (test_and_set_bit_lock(SROCE_QPF_REQ_RUNNING, &qp->flags))
 			return;
+		WRITE_ONCE(qp->req.cpu, raw_smp_processor_id());
 		more = false;
 		while (!more &&
 		       test_and_clear_bit(SROCE_QPF_REQ_AGAIN, &qp->flags))
@@ -812,7 +860,7 @@ static void sroce_req_exec(struct sroce_qp *qp)
 		smp_mb__after_atomic();
 		if (more) {
 			if (!test_bit(SROCE_QPF_DYING, &qp->flags))
-				queue_work(sroce_wq, &qp->req_work);
+				sroce_req_queue(qp);
 			return;
 		}
 		if (!test_bit(SROCE_QPF_REQ_AGAIN, &qp->flags))
@@ -843,10 +891,11 @@ void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline)
 		sroce_qp_flush_sq(qp);
 		return;
 	}
-	if (may_run_inline && !in_interrupt())
+	/* A paced QP sends only from its pacer's CPU: see sroce_req_queue(). */
+	if (may_run_inline && !in_interrupt() && !READ_ONCE(qp->cc.limited))
 		sroce_req_exec(qp);
 	else
-		queue_work(sroce_wq, &qp->req_work);
+		sroce_req_queue(qp);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -930,7 +979,7 @@ static void sroce_comp_read_resp(struct sroce_qp *qp,
 	if (pkt->bth.psn != expect)
 		goto drop;
 	/* Every response but the last carries exactly one MTU. */
-	if (pkt->payload_len > st->resid ||
+	if (pkt->payload_len > st->resid || pkt->payload_len > qp->mtu ||
 	    (pkt->info->pos == SROCE_POS_FIRST ||
 	     pkt->info->pos == SROCE_POS_MIDDLE ?
 	     pkt->payload_len != qp->mtu : pkt->payload_len != st->resid))
@@ -1025,9 +1074,11 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 			*retry = true;	/* implied NAK on a READ/atomic */
 		break;
 	case SROCE_AETH_RNR_NAK:
-		sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_NAK_RCVD);
-		if (!sroce_comp_ack_upto(qp, psn, false))
+		if (!sroce_comp_ack_upto(qp, psn, false)) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
 			break;
+		}
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_NAK_RCVD);
 		if (qp->comp.rnr_retry != 7 && !qp->comp.rnr_retry--) {
 			sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_RETRY_EXCEEDED);
 			sroce_comp_fail_psn(qp, psn, IB_WC_RNR_RETRY_EXC_ERR);
@@ -1044,8 +1095,10 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 		}
 		break;
 	case SROCE_AETH_NAK:
-		if (!sroce_comp_ack_upto(qp, psn, false))
+		if (!sroce_comp_ack_upto(qp, psn, false)) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
 			break;
+		}
 		switch (sroce_aeth_value(syn)) {
 		case SROCE_NAK_PSN_SEQ_ERR:
 			sroce_stat_inc(qp->sdev, SROCE_CNT_SEQ_NAK_RCVD);
@@ -1246,6 +1299,7 @@ void sroce_qp_flush_sq(struct sroce_qp *qp)
 
 void sroce_transport_init_qp(struct sroce_qp *qp)
 {
+	sroce_cc_qp_init(qp);
 	INIT_WORK(&qp->req_work, sroce_req_work);
 	INIT_WORK(&qp->resp_work, sroce_resp_work);
 	skb_queue_head_init(&qp->resp.backlog);
@@ -1269,6 +1323,7 @@ void sroce_transport_reset(struct sroce_qp *qp)
 	qp->rq.hdr->producer = 0;
 	qp->rq.hdr->consumer = 0;
 	sroce_resp_reset(qp);
+	sroce_cc_qp_reset(qp);
 }
 
 /*
@@ -1280,6 +1335,7 @@ void sroce_transport_stop(struct sroce_qp *qp)
 	spin_lock_bh(&qp->sq_lock);
 	set_bit(SROCE_QPF_DYING, &qp->flags);
 	spin_unlock_bh(&qp->sq_lock);
+	sroce_cc_qp_stop(qp);
 	del_timer_sync(&qp->comp.retrans_timer);
 	del_timer_sync(&qp->comp.rnr_timer);
 	cancel_work_sync(&qp->req_work);

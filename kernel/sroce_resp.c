@@ -237,6 +237,19 @@ static int sroce_resp_place(struct sroce_qp *qp, const u8 *data, u32 len)
 			      &qp->resp.rwqe_offset);
 }
 
+/* Bytes the current receive WQE's gather list can hold. */
+static u64 sroce_resp_rwqe_room(const struct sroce_qp *qp)
+{
+	const struct sroce_recv_wqe *rw = (const void *)qp->resp.rwqe;
+	const struct sroce_sge *sge = (const void *)(rw + 1);
+	u64 room = 0;
+	u32 i;
+
+	for (i = 0; i < rw->num_sge; i++)
+		room += sge[i].length;
+	return room;
+}
+
 /*
  * Look up and check an rkey for a remote access. Returns the MR with a
  * reference, or NULL (remote access error).
@@ -284,7 +297,8 @@ static enum sroce_resp_verdict sroce_resp_send(struct sroce_qp *qp,
 
 	if (first == qp->resp.in_send)
 		return SROCE_RESP_NAK_INV;	/* opcode sequence error */
-	if (!last && pkt->payload_len != qp->mtu)
+	/* IBTA C9-92: FIRST/MIDDLE carry the PMTU, ONLY/LAST no more. */
+	if (last ? pkt->payload_len > qp->mtu : pkt->payload_len != qp->mtu)
 		return SROCE_RESP_NAK_INV;
 	if (first) {
 		r = sroce_resp_get_rwqe(qp);
@@ -339,7 +353,8 @@ static enum sroce_resp_verdict sroce_resp_write(struct sroce_qp *qp,
 
 	if (first == qp->resp.in_write)
 		return SROCE_RESP_NAK_INV;
-	if (!last && pkt->payload_len != qp->mtu)
+	/* IBTA C9-92: FIRST/MIDDLE carry the PMTU, ONLY/LAST no more. */
+	if (last ? pkt->payload_len > qp->mtu : pkt->payload_len != qp->mtu)
 		return SROCE_RESP_NAK_INV;
 	/* With immediate, a receive WQE is needed: check before placing. */
 	if (imm && !qp->resp.in_send) {
@@ -824,6 +839,16 @@ void sroce_resp_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 			return;
 		}
 		sroce_stat_inc(qp->sdev, SROCE_CNT_UD_NO_RWQE);
+		return;
+	}
+	/*
+	 * A datagram longer than the receive WQE is dropped and the WQE kept
+	 * for the next one (IBTA class D; as rdma_rxe): completing it in
+	 * error would lose the buffer for ib_mad's GSI QP for good.
+	 */
+	if (sroce_resp_rwqe_room(qp) < sizeof(hdr) + pkt->payload_len) {
+		spin_unlock_bh(&qp->resp_lock);
+		sroce_stat_inc(qp->sdev, SROCE_CNT_UD_LEN_DROP);
 		return;
 	}
 	status = sroce_resp_place(qp, (const u8 *)&hdr, sizeof(hdr));

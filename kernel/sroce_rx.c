@@ -13,6 +13,7 @@
 #include <linux/skbuff.h>
 #include <linux/udp.h>
 #include <net/addrconf.h>
+#include <net/inet_ecn.h>
 #include <net/ipv6.h>
 
 #include "sroce.h"
@@ -82,17 +83,31 @@ static bool sroce_rx_qp_accepts(const struct sroce_qp *qp,
 	}
 }
 
+/* The packet arrived with Congestion Experienced in its IP header. */
+static bool sroce_rx_ce(const struct sk_buff *skb)
+{
+	u8 dsfield = ip_hdr(skb)->version == 4 ? ip_hdr(skb)->tos :
+			     ipv6_get_dsfield(ipv6_hdr(skb));
+
+	return (dsfield & INET_ECN_MASK) == INET_ECN_CE;
+}
+
 static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 			      const struct sroce_pkt *pkt, const u8 *payload)
 {
 	struct sroce_qp *qp;
+	bool ce;
 
-	if (pkt->bth.opcode == SROCE_OP_CNP) {
-		sroce_stat_inc(sdev, SROCE_CNT_RX_CNP);
-		return;
-	}
 	if (!sroce_rx_pkey_ok(pkt->bth.pkey)) {
 		sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_PKEY);
+		return;
+	}
+	ce = sroce_rx_ce(skb);
+	if (unlikely(ce))
+		sroce_stat_inc(sdev, SROCE_CNT_NP_ECN_MARKED);
+	if (pkt->bth.opcode == SROCE_OP_CNP) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_CNP);
+		sroce_cc_cnp_rcv(sdev, pkt);
 		return;
 	}
 	if (pkt->bth.dqpn == SROCE_QPN_MASK) {
@@ -119,6 +134,9 @@ static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 		sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_OPCODE);
 		goto out;
 	}
+	/* Notification point: before the packet is acted on. */
+	if (unlikely(ce))
+		sroce_cc_np_ce(qp);
 	if (pkt->info->request)
 		sroce_resp_rcv(qp, skb, pkt, payload);
 	else

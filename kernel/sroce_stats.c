@@ -38,6 +38,11 @@ static const struct rdma_stat_desc sroce_stat_desc[SROCE_CNT_MAX] = {
 	[SROCE_CNT_COMPLETER_DROP].name = "completer_drop",
 	[SROCE_CNT_RX_BAD_QKEY].name = "rcvd_bad_qkey",
 	[SROCE_CNT_UD_NO_RWQE].name = "rcvd_no_wqe_drop",
+	[SROCE_CNT_UD_LEN_DROP].name = "rcvd_ud_len_drop",
+	[SROCE_CNT_NP_ECN_MARKED].name = "np_ecn_marked_roce_packets",
+	[SROCE_CNT_NP_CNP_SENT].name = "np_cnp_sent",
+	[SROCE_CNT_RP_CNP_HANDLED].name = "rp_cnp_handled",
+	[SROCE_CNT_RP_CNP_IGNORED].name = "rp_cnp_ignored",
 };
 
 void sroce_stat_add(struct sroce_dev *sdev, enum sroce_counter c, u64 n)

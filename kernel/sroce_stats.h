@@ -38,6 +38,11 @@ enum sroce_counter {
 	SROCE_CNT_COMPLETER_DROP,	/* stale or unexpected responses */
 	SROCE_CNT_RX_BAD_QKEY,		/* UD: Q_Key mismatch */
 	SROCE_CNT_UD_NO_RWQE,		/* UD/UC: no receive WQE posted */
+	SROCE_CNT_UD_LEN_DROP,		/* UD: datagram > receive WQE */
+	SROCE_CNT_NP_ECN_MARKED,	/* RoCE packets received with CE */
+	SROCE_CNT_NP_CNP_SENT,
+	SROCE_CNT_RP_CNP_HANDLED,	/* CNPs that reached a QP's RP */
+	SROCE_CNT_RP_CNP_IGNORED,	/* no such QP, not a sender, RP off */
 	SROCE_CNT_MAX
 };
 

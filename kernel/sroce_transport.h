@@ -18,6 +18,7 @@ struct sroce_txpkt {
 	struct sroce_pkt pkt;	/* bth + ext headers; payload_len */
 	struct sk_buff *skb;
 	u8 *payload;		/* payload_len bytes to fill */
+	bool cnp;		/* a CNP: cnp_dscp, cnp_802p_prio */
 };
 
 /* sroce_tx.c */
@@ -51,5 +52,6 @@ void sroce_resp_work(struct work_struct *work);
 void sroce_resp_reset(struct sroce_qp *qp);
 
 extern struct workqueue_struct *sroce_wq;
+extern struct workqueue_struct *sroce_pace_wq;
 
 #endif /* SROCE_TRANSPORT_H */

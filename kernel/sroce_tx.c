@@ -130,10 +130,21 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 	struct dst_entry *dst;
 	struct udphdr *udph;
 	u32 icrc, len, roce_len;
-	u8 *trailer;
+	u8 *trailer, tos;
 	int err;
 
 	tp->skb = NULL;
+	/*
+	 * Everything leaves ECN-capable (ECT(0)), with the QP's traffic
+	 * class; a CNP with the device's CNP DSCP and 802.1p priority.
+	 */
+	if (unlikely(tp->cnp)) {
+		tos = READ_ONCE(sdev->cc.cnp_dscp) << 2;
+		skb->priority = READ_ONCE(sdev->cc.cnp_802p_prio);
+	} else {
+		tos = av->p.tos & ~INET_ECN_MASK;
+	}
+	tos |= INET_ECN_ECT_0;
 	dst = av->p.ipv6 ? sroce_route6(qp) : sroce_route4(qp);
 	if (!dst) {
 		kfree_skb(skb);
@@ -164,8 +175,7 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 		__skb_push(skb, sizeof(*ip6h));
 		skb_reset_network_header(skb);
 		ip6h = ipv6_hdr(skb);
-		ip6_flow_hdr(ip6h, (av->p.tos & ~INET_ECN_MASK) | INET_ECN_ECT_0,
-			     htonl(av->p.flow_label));
+		ip6_flow_hdr(ip6h, tos, htonl(av->p.flow_label));
 		ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
 		ip6h->nexthdr = IPPROTO_UDP;
 		ip6h->hop_limit = av->p.ttl;
@@ -180,7 +190,7 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 		iph = ip_hdr(skb);
 		iph->version = IPVERSION;
 		iph->ihl = sizeof(*iph) >> 2;
-		iph->tos = (av->p.tos & ~INET_ECN_MASK) | INET_ECN_ECT_0;
+		iph->tos = tos;
 		iph->tot_len = htons(skb->len);
 		iph->frag_off = htons(IP_DF);
 		iph->ttl = av->p.ttl;

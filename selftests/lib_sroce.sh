@@ -106,6 +106,9 @@ sr_wait_gone() {
 # sr_attr NAME FILE: a sysfs attribute of port 1 (FILE relative to ports/1).
 sr_port_attr() { cat "$SR_SYS/$1/ports/1/$2"; }
 
+# sr_hwc DEV NAME: hw counter NAME of DEV's port 1 (rdma statistic's source).
+sr_hwc() { cat "$SR_SYS/$1/ports/1/hw_counters/$2"; }
+
 # sr_link_field NAME FIELD: a field of "rdma link show NAME/1 -j", run in
 # the device's namespace.
 sr_link_field() {

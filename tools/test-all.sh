@@ -65,6 +65,12 @@ if [[ -n "${FUZZ_SECONDS:-}" ]]; then
 	add_counts fuzz "$LOG/fuzz.log" 0
 fi
 
+echo "=== Wireshark CNP dissector (tools/wireshark) ==="
+tools/wireshark/test_roce_cnp.sh >"$LOG/wireshark.log" 2>&1
+rc=$?
+tail -n 1 "$LOG/wireshark.log"
+add_counts wireshark "$LOG/wireshark.log" "$rc"
+
 echo "=== VM harness self-test ==="
 tools/vm/test/harness-selftest.sh 2>&1 | tee "$LOG/harness.log"
 add_counts harness "$LOG/harness.log" "${PIPESTATUS[0]}"

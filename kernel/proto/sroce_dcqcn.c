@@ -20,7 +20,7 @@
 }
 
 /* mlx5's names and defaults; the ranges are sroce's. */
-const struct sroce_dcqcn_knob sroce_dcqcn_knobs[] = {
+const struct sroce_dcqcn_knob sroce_dcqcn_knobs[SROCE_DCQCN_NKNOBS] = {
 	KNOB(rp_enable, 0, 1, 1, "bool"),
 	KNOB(rpg_time_reset, 1, 1000000, 300, "us"),
 	KNOB(rpg_byte_reset, 64, 1u << 24, 32767, "bytes"),

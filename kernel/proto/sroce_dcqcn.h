@@ -66,7 +66,10 @@ struct sroce_dcqcn_knob {
 	const char *unit;
 };
 
-extern const struct sroce_dcqcn_knob sroce_dcqcn_knobs[];
+/* The number of knobs: one per field of struct sroce_dcqcn_params. */
+#define SROCE_DCQCN_NKNOBS	(sizeof(struct sroce_dcqcn_params) / sizeof(u32))
+
+extern const struct sroce_dcqcn_knob sroce_dcqcn_knobs[SROCE_DCQCN_NKNOBS];
 extern const unsigned int sroce_dcqcn_nknobs;
 
 /* Per-QP reaction point state. Zeroed memory is not a valid state: init. */

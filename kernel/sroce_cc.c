@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * DCQCN congestion control, as RoCE NICs run it:
+ *
+ *  - notification point (NP): a RoCE packet that arrives CE-marked makes
+ *    its QP send a CNP (opcode 0x81, BECN, 16 reserved bytes) back to the
+ *    peer QP, at most one per min_time_between_cnps per QP;
+ *  - reaction point (RP): a CNP cuts its QP's rate (proto/sroce_dcqcn.c);
+ *    an hrtimer (rpg_time_reset) and the bytes sent raise it again until
+ *    the QP is back at the line rate and no longer limited;
+ *  - the pacer: while a QP is limited, its requester holds each packet to
+ *    the current rate. When the next packet is not due yet the requester
+ *    stops and an hrtimer kicks it at the due time: never a busy loop, and
+ *    ACKs, retransmission and RNR timers run as before (a paced packet's
+ *    ACK timeout starts when it is sent).
+ *
+ * The knobs are per device, in /sys/class/infiniband/DEV/dcqcn/, with
+ * mlx5's names, defaults and units. A value is read at each event, so a
+ * change applies from the next CNP, timer or packet on.
+ */
+
+#include <linux/device.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/kernel.h>
+#include <linux/ktime.h>
+#include <linux/skbuff.h>
+#include <net/inet_ecn.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_netlink.h>
+#include <rdma/restrack.h>
+#include <net/netlink.h>
+
+#include "sroce.h"
+#include "sroce_cc.h"
+#include "sroce_qp.h"
+#include "sroce_stats.h"
+#include "sroce_transport.h"
+
+/*
+ * The pacer lets a QP that was idle or woken late catch up by this much,
+ * so timer latency does not cost rate; a longer gap is not credited.
+ */
+#define SROCE_CC_BURST_NS	(100 * NSEC_PER_USEC)
+
+static ktime_t sroce_cc_us(u32 us)
+{
+	return ns_to_ktime((u64)us * NSEC_PER_USEC);
+}
+
+static struct sroce_dcqcn_params *sroce_cc_params(struct sroce_qp *qp)
+{
+	return &qp->sdev->cc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* knobs: /sys/class/infiniband/DEV/dcqcn/<knob>                          */
+
+static ssize_t sroce_cc_show(struct device *device,
+			     struct device_attribute *attr, char *buf)
+{
+	struct sroce_dev *sdev = rdma_device_to_drv_device(device,
+							   struct sroce_dev,
+							   ib_dev);
+	const struct sroce_dcqcn_knob *k = sroce_dcqcn_knob_find(attr->attr.name);
+
+	if (!k)
+		return -ENOENT;
+	return sysfs_emit(buf, "%u\n",
+			  READ_ONCE(*sroce_dcqcn_knob_ptr(&sdev->cc, k)));
+}
+
+static ssize_t sroce_cc_store(struct device *device,
+			      struct device_attribute *attr, const char *buf,
+			      size_t count)
+{
+	struct sroce_dev *sdev = rdma_device_to_drv_device(device,
+							   struct sroce_dev,
+							   ib_dev);
+	const struct sroce_dcqcn_knob *k = sroce_dcqcn_knob_find(attr->attr.name);
+	u32 val;
+
+	if (!k)
+		return -ENOENT;
+	if (kstrtou32(buf, 0, &val) || sroce_dcqcn_knob_check(k, val))
+		return -EINVAL;
+	WRITE_ONCE(*sroce_dcqcn_knob_ptr(&sdev->cc, k), val);
+	return count;
+}
+
+/* One file per knob, named after it; filled in from the knob table. */
+static struct device_attribute sroce_cc_dattrs[SROCE_DCQCN_NKNOBS];
+static struct attribute *sroce_cc_attrs[SROCE_DCQCN_NKNOBS + 1];
+
+const struct attribute_group sroce_cc_attr_group = {
+	.name = "dcqcn",
+	.attrs = sroce_cc_attrs,
+};
+
+/* Before any device is registered. */
+int sroce_cc_module_init(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < SROCE_DCQCN_NKNOBS; i++) {
+		struct device_attribute *a = &sroce_cc_dattrs[i];
+
+		if (!sroce_dcqcn_knobs[i].name)
+			return -EINVAL;
+		sysfs_attr_init(&a->attr);
+		a->attr.name = sroce_dcqcn_knobs[i].name;
+		a->attr.mode = 0644;
+		a->show = sroce_cc_show;
+		a->store = sroce_cc_store;
+		sroce_cc_attrs[i] = &a->attr;
+	}
+	return 0;
+}
+
+void sroce_cc_dev_init(struct sroce_dev *sdev, u32 line_mbps)
+{
+	sroce_dcqcn_params_default(&sdev->cc);
+	sdev->line_kbps = line_mbps > U32_MAX / 1000 ? U32_MAX :
+			  line_mbps * 1000;
+}
+
+/* ---------------------------------------------------------------------- */
+/* per-QP state and the increase timer                                    */
+
+static enum hrtimer_restart sroce_cc_inc_timeout(struct hrtimer *t)
+{
+	struct sroce_cc_qp *cc = container_of(t, struct sroce_cc_qp,
+					      inc_timer);
+	struct sroce_qp *qp = container_of(cc, struct sroce_qp, cc);
+	const struct sroce_dcqcn_params *p = sroce_cc_params(qp);
+	enum hrtimer_restart ret = HRTIMER_NORESTART;
+
+	spin_lock(&cc->lock);
+	/* A CNP may have restarted it meanwhile: that one runs instead. */
+	if (!cc->stopped && cc->rp.limited && !hrtimer_is_queued(t)) {
+		sroce_dcqcn_rp_timer(&cc->rp, p, ktime_get_ns());
+		WRITE_ONCE(cc->limited, cc->rp.limited);
+		if (cc->rp.limited) {
+			hrtimer_forward_now(t, sroce_cc_us(READ_ONCE(p->rpg_time_reset)));
+			ret = HRTIMER_RESTART;
+		}
+	}
+	spin_unlock(&cc->lock);
+	return ret;
+}
+
+static enum hrtimer_restart sroce_cc_pace_timeout(struct hrtimer *t)
+{
+	struct sroce_cc_qp *cc = container_of(t, struct sroce_cc_qp,
+					      pace_timer);
+	struct sroce_qp *qp = container_of(cc, struct sroce_qp, cc);
+
+	sroce_req_kick(qp, false);
+	return HRTIMER_NORESTART;
+}
+
+void sroce_cc_qp_init(struct sroce_qp *qp)
+{
+	struct sroce_cc_qp *cc = &qp->cc;
+
+	spin_lock_init(&cc->lock);
+	hrtimer_init(&cc->inc_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
+	cc->inc_timer.function = sroce_cc_inc_timeout;
+	hrtimer_init(&cc->pace_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	cc->pace_timer.function = sroce_cc_pace_timeout;
+	sroce_dcqcn_rp_init(&cc->rp, sroce_cc_params(qp), qp->sdev->line_kbps,
+			    ktime_get_ns());
+}
+
+/* Back to the line rate (modify to RESET). May hold other QP locks. */
+void sroce_cc_qp_reset(struct sroce_qp *qp)
+{
+	struct sroce_cc_qp *cc = &qp->cc;
+
+	spin_lock_bh(&cc->lock);
+	sroce_dcqcn_rp_init(&cc->rp, sroce_cc_params(qp), qp->sdev->line_kbps,
+			    ktime_get_ns());
+	WRITE_ONCE(cc->limited, false);
+	cc->next_ns = 0;
+	cc->np_last_ns = 0;
+	spin_unlock_bh(&cc->lock);
+	/* A callback running now finds the QP unlimited and stops. */
+	hrtimer_try_to_cancel(&cc->inc_timer);
+	hrtimer_try_to_cancel(&cc->pace_timer);
+}
+
+/*
+ * Destroy: after SROCE_QPF_DYING is set under sq_lock (the requester arms
+ * the pacer only under sq_lock and not when dying). Sleeps.
+ */
+void sroce_cc_qp_stop(struct sroce_qp *qp)
+{
+	struct sroce_cc_qp *cc = &qp->cc;
+
+	spin_lock_bh(&cc->lock);
+	cc->stopped = true;
+	spin_unlock_bh(&cc->lock);
+	hrtimer_cancel(&cc->inc_timer);
+	hrtimer_cancel(&cc->pace_timer);
+}
+
+/* ---------------------------------------------------------------------- */
+/* notification point                                                     */
+
+static bool sroce_cc_connected(const struct sroce_qp *qp)
+{
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_XRC_INI:
+	case IB_QPT_XRC_TGT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * @qp received a CE-marked packet: tell its peer QP, unless a CNP went
+ * there less than min_time_between_cnps ago. UD has no peer QP to name
+ * (a CNP is per connection): counted as marked only. Softirq.
+ */
+void sroce_cc_np_ce(struct sroce_qp *qp)
+{
+	const struct sroce_dcqcn_params *p = sroce_cc_params(qp);
+	struct sroce_txpkt tp = {};
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	u64 now, last;
+
+	if (!READ_ONCE(p->np_enable) || !sroce_cc_connected(qp) ||
+	    state < IB_QPS_RTR || state == IB_QPS_ERR)
+		return;
+	now = ktime_get_ns();
+	last = READ_ONCE(qp->cc.np_last_ns);
+	if (!sroce_dcqcn_np_may_send(p, last, now) ||
+	    cmpxchg64(&qp->cc.np_last_ns, last, now) != last)
+		return;
+
+	tp.pkt.bth.opcode = SROCE_OP_CNP;
+	tp.pkt.bth.becn = 1;
+	tp.pkt.bth.pkey = SROCE_DEFAULT_PKEY;
+	tp.pkt.bth.dqpn = qp->attr.dest_qp_num;
+	tp.cnp = true;
+	if (sroce_tx_alloc(qp, &tp, GFP_ATOMIC)) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);
+		return;
+	}
+	if (!sroce_tx_send(qp, &tp))
+		sroce_stat_inc(qp->sdev, SROCE_CNT_NP_CNP_SENT);
+}
+
+/* ---------------------------------------------------------------------- */
+/* reaction point                                                         */
+
+static bool sroce_cc_rp_qp(const struct sroce_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_XRC_INI:
+		return state == IB_QPS_RTS || state == IB_QPS_SQD;
+	default:
+		return false;
+	}
+}
+
+/* A CNP arrived (ICRC and P_Key checked). Softirq. */
+void sroce_cc_cnp_rcv(struct sroce_dev *sdev, const struct sroce_pkt *pkt)
+{
+	const struct sroce_dcqcn_params *p = &sdev->cc;
+	struct sroce_cc_qp *cc;
+	struct sroce_qp *qp;
+	bool handled = false;
+
+	if (!READ_ONCE(p->rp_enable))
+		goto out;
+	qp = sroce_qp_get(sdev, pkt->bth.dqpn);
+	if (!qp)
+		goto out;
+	cc = &qp->cc;
+	if (sroce_cc_rp_qp(qp)) {
+		spin_lock(&cc->lock);
+		if (!cc->stopped) {
+			sroce_dcqcn_rp_cnp(&cc->rp, p, ktime_get_ns());
+			WRITE_ONCE(cc->limited, cc->rp.limited);
+			cc->cnps++;
+			handled = true;
+			if (cc->rp.limited && !hrtimer_is_queued(&cc->inc_timer))
+				hrtimer_start(&cc->inc_timer,
+					      sroce_cc_us(READ_ONCE(p->rpg_time_reset)),
+					      HRTIMER_MODE_REL_SOFT);
+		}
+		spin_unlock(&cc->lock);
+	}
+	sroce_qp_put(qp);
+out:
+	sroce_stat_inc(sdev, handled ? SROCE_CNT_RP_CNP_HANDLED :
+				       SROCE_CNT_RP_CNP_IGNORED);
+}
+
+/* ---------------------------------------------------------------------- */
+/* the pacer                                                              */
+
+/*
+ * The QP is limited: true if its next packet is not due yet, with the
+ * pacer armed to kick the requester when it is. sq_lock held.
+ */
+bool sroce_cc_pace_wait_slow(struct sroce_qp *qp)
+{
+	struct sroce_cc_qp *cc = &qp->cc;
+	u64 now;
+
+	if (!READ_ONCE(sroce_cc_params(qp)->rp_enable))
+		return false;
+	now = ktime_get_ns();
+	if ((s64)(cc->next_ns - now) <= 0)
+		return false;
+	if (!test_bit(SROCE_QPF_DYING, &qp->flags))
+		hrtimer_start(&cc->pace_timer, ns_to_ktime(cc->next_ns),
+			      HRTIMER_MODE_ABS_SOFT);
+	return true;
+}
+
+/*
+ * The requester is sending a packet of @payload bytes, @wire_bytes on the
+ * wire: account it, and while limited, space the next one by its time at
+ * the current rate. sq_lock held (BHs off).
+ */
+void sroce_cc_sent(struct sroce_qp *qp, u32 payload, u32 wire_bytes)
+{
+	struct sroce_cc_qp *cc = &qp->cc;
+	u64 now, start;
+
+	WRITE_ONCE(cc->tx_bytes, cc->tx_bytes + payload);
+	if (!READ_ONCE(cc->limited))
+		return;
+	now = ktime_get_ns();
+	start = cc->next_ns;
+	if ((s64)(now - SROCE_CC_BURST_NS - start) > 0)
+		start = now - SROCE_CC_BURST_NS;
+	cc->next_ns = start + sroce_dcqcn_tx_ns(READ_ONCE(cc->rp.rc),
+						wire_bytes);
+	spin_lock(&cc->lock);
+	sroce_dcqcn_rp_sent(&cc->rp, sroce_cc_params(qp), wire_bytes);
+	WRITE_ONCE(cc->limited, cc->rp.limited);
+	spin_unlock(&cc->lock);
+}
+
+/* ---------------------------------------------------------------------- */
+/* rdma res show qp -dd                                                   */
+
+int sroce_cc_fill_res_qp(struct sk_buff *msg, struct ib_qp *ibqp)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_cc_qp *cc = &qp->cc;
+	struct sroce_dcqcn_rp rp;
+	struct nlattr *table;
+	u32 cnps;
+
+	/* Only QPs with a requester that CNPs can slow down. */
+	switch (ibqp->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_XRC_INI:
+		break;
+	default:
+		return 0;
+	}
+	spin_lock_bh(&cc->lock);
+	sroce_dcqcn_rp_alpha(&cc->rp, sroce_cc_params(qp), ktime_get_ns());
+	rp = cc->rp;
+	cnps = cc->cnps;
+	spin_unlock_bh(&cc->lock);
+
+	table = nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+	if (!table)
+		return -EMSGSIZE;
+	if (rdma_nl_put_driver_u32(msg, "dcqcn_limited", rp.limited) ||
+	    rdma_nl_put_driver_u32(msg, "dcqcn_rate_mbps", rp.rc / 1000) ||
+	    rdma_nl_put_driver_u32(msg, "dcqcn_target_mbps", rp.rt / 1000) ||
+	    rdma_nl_put_driver_u32(msg, "dcqcn_alpha", rp.alpha) ||
+	    rdma_nl_put_driver_u32(msg, "dcqcn_cnps", cnps) ||
+	    rdma_nl_put_driver_u64(msg, "tx_bytes", READ_ONCE(cc->tx_bytes))) {
+		nla_nest_cancel(msg, table);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(msg, table);
+	return 0;
+}

@@ -1,0 +1,251 @@
+#!/bin/bash
+# timeout: 300
+#
+# DCQCN, end to end between two sroce devices on a veth pair:
+#  - the knobs in /sys/class/infiniband/DEV/dcqcn/: mlx5's names and default
+#    values, out-of-range and malformed writes fail with EINVAL and change
+#    nothing, good ones read back;
+#  - notification point: netem "loss P ecn" on A's egress CE-marks a share
+#    of A's (ECT(0)) packets instead of dropping them. B counts every marked
+#    packet (np_ecn_marked_roce_packets = the packets netem marked) and
+#    answers with CNPs (np_cnp_sent, at most one per min_time_between_cnps
+#    per QP); A handles each one (rp_cnp_handled = np_cnp_sent = A's
+#    rcvd_cnp on this loss-free path), its QP is rate-limited, with rate,
+#    target and alpha shown by "rdma -dd res show qp";
+#  - the CNP spacing: with min_time_between_cnps 200 ms a run of T seconds
+#    sends no more than T / 0.2 + 1 CNPs per QP;
+#  - np_enable 0: marks are counted, no CNP goes out; rp_enable 0: CNPs
+#    arrive and are counted as rp_cnp_ignored, the rate stays at line rate;
+#  - tshark dissects the CNPs as RoCE CNPs (opcode 0x81, BECN set), without
+#    malformed-packet warnings; data packets carry ECT(0), CNPs cnp_dscp.
+export SR_TAG=dq # name prefix, see lib_sroce.sh
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+
+nsa=${SR_ID}a nsb=${SR_ID}b
+va=${SR_ID}va vb=${SR_ID}vb
+da=${SR_ID}0 db=${SR_ID}1
+ipa=10.93.0.1 ipb=10.93.0.2
+
+sr_setup
+require_cmd ib_write_bw tc tshark dumpcap jq
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+provider_env
+tmp=$(mktemp -d)
+defer rm -rf "$tmp"
+
+ns_create "$nsa"
+ns_create "$nsb"
+veth_pair "$nsa" "$va" "$nsb" "$vb"
+check ip -n "$nsa" addr add "$ipa/24" dev "$va"
+check ip -n "$nsb" addr add "$ipb/24" dev "$vb"
+# RPS on both ends: a veth hands each packet to the backlog of the CPU that
+# sent it, so a flow transmitted by turns from two CPUs (a qdisc is run by
+# whichever CPU gets to it) can be reordered; RPS keeps a flow on one CPU,
+# as a NIC's RSS does. Go-back-N would pay for each reordering.
+# And a deeper backlog than the default 1000: RPS queues all of a flow on one
+# CPU, and a TCG guest drains it slowly.
+old_backlog=$(sysctl -n net.core.netdev_max_backlog)
+defer sysctl -qw "net.core.netdev_max_backlog=$old_backlog"
+check sysctl -qw net.core.netdev_max_backlog=10000
+for p in "$nsa $va" "$nsb $vb"; do
+	read -r ns d <<<"$p"
+	check ip netns exec "$ns" sh -c "echo $(printf '%x' $(((1 << $(nproc)) - 1))) >/sys/class/net/$d/queues/rx-0/rps_cpus"
+done
+sr_link_add "$nsa" "$da" "$va"
+sr_link_add "$nsb" "$db" "$vb"
+wait_for "sr_gid_index $da $ipa" 10 || fail "$da has no RoCE v2 GID for $ipa"
+wait_for "sr_gid_index $db $ipb" 10 || fail "$db has no RoCE v2 GID for $ipb"
+ga=$(sr_gid_index "$da" "$ipa")
+gb=$(sr_gid_index "$db" "$ipb")
+wait_for "sr_ping $nsa $ipb" 10 || fail "no ping from $nsa to $ipb"
+
+knob() { cat "$SR_SYS/$1/dcqcn/$2"; }
+set_knob() { # DEV KNOB VALUE
+	log "+ echo $3 > $1/dcqcn/$2"
+	echo "$3" >"$SR_SYS/$1/dcqcn/$2" || fail "writing $3 to $1/dcqcn/$2 failed"
+}
+
+# --- knobs --------------------------------------------------------------------------
+[[ -d "$SR_SYS/$da/dcqcn" ]] || fail "$SR_SYS/$da/dcqcn is missing"
+declare -A defaults=(
+	[rp_enable]=1 [rpg_time_reset]=300 [rpg_byte_reset]=32767 [rpg_threshold]=1
+	[rpg_ai_rate]=5 [rpg_hai_rate]=50 [rpg_max_rate]=0 [rpg_gd]=11 [rpg_min_dec_fac]=50
+	[rpg_min_rate]=1 [rate_to_set_on_first_cnp]=0 [dce_tcp_g]=1019 [dce_tcp_rtt]=1
+	[initial_alpha_value]=1023 [rate_reduce_monitor_period]=4 [clamp_tgt_rate]=0
+	[clamp_tgt_rate_after_time_inc]=1 [np_enable]=1 [min_time_between_cnps]=4
+	[cnp_dscp]=48 [cnp_802p_prio]=6)
+n=0
+for f in "$SR_SYS/$da/dcqcn/"*; do
+	k=${f##*/}
+	[[ -n "${defaults[$k]:-}" ]] || fail "unexpected knob $k"
+	[[ $(knob "$da" "$k") == "${defaults[$k]}" ]] ||
+		fail "$k is $(knob "$da" "$k"), mlx5's default is ${defaults[$k]}"
+	n=$((n + 1))
+done
+[[ $n == "${#defaults[@]}" ]] || fail "$n knobs, want ${#defaults[@]}"
+log "ok: $n knobs with mlx5's defaults"
+bad() { # KNOB VALUE: the write must fail with EINVAL and change nothing
+	local before err
+	before=$(knob "$da" "$1")
+	if err=$( (echo "$2" >"$SR_SYS/$da/dcqcn/$1") 2>&1); then
+		fail "writing '$2' to $1 succeeded"
+	fi
+	[[ $err == *"Invalid argument"* ]] || fail "writing '$2' to $1: '$err', want Invalid argument"
+	[[ $(knob "$da" "$1") == "$before" ]] || fail "$1 changed to $(knob "$da" "$1") by a rejected write"
+}
+bad rp_enable 2
+bad np_enable -1
+bad rpg_gd 0
+bad rpg_gd 16
+bad rpg_min_dec_fac 101
+bad cnp_dscp 64
+bad cnp_802p_prio 8
+bad dce_tcp_g 1024
+bad rpg_time_reset 0
+bad rpg_min_rate 4294967296
+bad rpg_ai_rate abc
+bad min_time_between_cnps ''
+log "ok: out-of-range and malformed values are refused, nothing changes"
+set_knob "$da" rpg_ai_rate 7
+[[ $(knob "$da" rpg_ai_rate) == 7 ]] || fail "rpg_ai_rate did not take 7"
+[[ $(knob "$db" rpg_ai_rate) == 5 ]] || fail "the knobs are not per device"
+set_knob "$da" rpg_ai_rate 5
+
+# --- traffic with CE marks ------------------------------------------------------------
+names=(np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled rp_cnp_ignored rcvd_cnp
+	retransmitted_pkts retry_timeouts rcvd_seq_err out_of_seq_request duplicate_request
+	sent_pkts rcvd_pkts)
+declare -A c0
+snap() { local d n; for d in "$da" "$db"; do for n in "${names[@]}"; do c0[$d.$n]=$(sr_hwc "$d" "$n"); done; done; }
+delta() { echo $(($(sr_hwc "$1" "$2") - c0[$1.$2])); }
+port=18515
+# bw SECONDS: ib_write_bw from A to B for about that long (64 KiB writes).
+# ACK timeout 0.5 s (-u 17): a TCG guest's receive backlog can hold an ACK
+# past perftest's default 67 ms, and this test counts retransmissions.
+bw() {
+	local p=$((port++)) spid rc=0
+	ns_exec "$nsb" timeout 60 ib_write_bw -d "$db" -x "$gb" -F -p "$p" -s 65536 -u 17 -D "$1" \
+		>"$tmp/srv" 2>&1 &
+	spid=$!
+	wait_for "ns_exec $nsb ss -Hltn 'sport = :$p' | grep -q ." 20 || fail "ib_write_bw server did not listen"
+	ns_exec "$nsa" timeout 60 ib_write_bw -d "$da" -x "$ga" -F -p "$p" -s 65536 -u 17 -D "$1" "$ipb" \
+		>"$tmp/cli" 2>&1 || rc=$?
+	wait "$spid" || true
+	[[ $rc == 0 ]] || { cat "$tmp/cli"; fail "ib_write_bw exited with $rc"; }
+}
+rc_qp_json() { # DEV: DEV's RC QP, from "rdma -dd -j res show qp" (with driver details)
+	ns_exec "${SR_NS_OF[$1]}" rdma -dd -j res show qp |
+		jq -c --arg d "$1" '[.[] | select(.ifname == $d and .type == "RC")][0] // empty'
+}
+
+# netem on A's egress: 2 % of the packets CE-marked, none dropped (all ECT).
+check ip netns exec "$nsa" tc qdisc add dev "$va" root netem loss 2% ecn
+# dumpcap (tshark's capture engine) on B, from before the traffic to after
+# it: the CNPs (BTH opcode 0x81) and the first packet of each WRITE (0x06).
+ns_exec "$nsb" dumpcap -q -i "$vb" -w "$tmp/cap.pcap" -a duration:60 \
+	-f "udp dst port 4791 and (udp[8] = 0x81 or udp[8] = 0x06)" \
+	>/dev/null 2>&1 &
+cap=$!
+wait_for "[[ -s $tmp/cap.pcap ]]" 30 || fail "dumpcap did not start"
+snap
+softnet_drops() { local s=0 _a b _r; while read -r _a b _r; do s=$((s + 16#$b)); done </proc/net/softnet_stat; echo "$s"; }
+sd0=$(softnet_drops)
+bw 3
+log "  softnet backlog drops: +$(($(softnet_drops) - sd0))"
+ip -n "$nsb" -s link show dev "$vb" | sed 's/^/  /'
+kill -INT "$cap" 2>/dev/null || true
+wait "$cap" || true
+for n in "${names[@]}"; do log "  $da $n +$(delta "$da" "$n"), $db +$(delta "$db" "$n")"; done
+m=$(delta "$db" np_ecn_marked_roce_packets)
+sent=$(delta "$db" np_cnp_sent)
+((m > 0)) || fail "$db counted no CE-marked packets"
+((sent > 0 && sent <= m)) || fail "$db sent $sent CNPs for $m marked packets"
+[[ $(delta "$da" rcvd_cnp) == "$sent" ]] || fail "$da received $(delta "$da" rcvd_cnp) CNPs, $db sent $sent"
+# Every CNP reaches the RP; the few that arrive after ib_write_bw destroyed
+# its QP are ignored (no such QP).
+h=$(delta "$da" rp_cnp_handled) ig=$(delta "$da" rp_cnp_ignored)
+((h + ig == sent && ig * 10 <= sent)) || fail "$da handled $h and ignored $ig of $sent CNPs"
+[[ $(delta "$da" retransmitted_pkts) == 0 ]] || { cat "$tmp/cli"; fail "$da retransmitted on a loss-free path"; }
+log "ok: $m marked, $sent CNPs sent, $h handled, $ig for a QP already gone"
+
+# --- CNP spacing ------------------------------------------------------------------------
+set_knob "$db" min_time_between_cnps 200000
+snap
+t0=$(date +%s%N)
+bw 2
+ms=$((($(date +%s%N) - t0) / 1000000))
+sent=$(delta "$db" np_cnp_sent)
+# One QP: at most one CNP per 200 ms of the whole run (an upper bound).
+((sent >= 1 && sent <= ms / 200 + 1)) ||
+	fail "$sent CNPs with min_time_between_cnps 200 ms in a $ms ms run"
+log "ok: min_time_between_cnps 200 ms: $sent CNPs in $ms ms for $(delta "$db" np_ecn_marked_roce_packets) marks"
+set_knob "$db" min_time_between_cnps 4
+
+# --- NP off, RP off ------------------------------------------------------------------------
+set_knob "$db" np_enable 0
+snap
+bw 1
+(($(delta "$db" np_ecn_marked_roce_packets) > 0)) || fail "np_enable 0: no marks counted"
+[[ $(delta "$db" np_cnp_sent) == 0 ]] || fail "np_enable 0: CNPs were sent"
+log "ok: np_enable 0: marks counted, no CNPs"
+set_knob "$db" np_enable 1
+set_knob "$da" rp_enable 0
+snap
+bw 1
+sent=$(delta "$db" np_cnp_sent)
+((sent > 0)) || fail "rp_enable 0 on $da: $db sent no CNPs"
+[[ $(delta "$da" rp_cnp_ignored) == "$sent" ]] || fail "rp_enable 0: $(delta "$da" rp_cnp_ignored) of $sent CNPs ignored"
+[[ $(delta "$da" rp_cnp_handled) == 0 ]] || fail "rp_enable 0: CNPs handled"
+log "ok: rp_enable 0: all $sent CNPs ignored"
+set_knob "$da" rp_enable 1
+
+# --- the limited QP, seen with rdma -dd res show qp ------------------------------------------
+# A long-lived QP under marks: rate below the line rate, alpha and target shown.
+ns_exec "$nsb" timeout 60 ib_write_bw -d "$db" -x "$gb" -F -p 18600 -s 65536 -u 17 -D 4 >/dev/null 2>&1 &
+spid=$!
+wait_for "ns_exec $nsb ss -Hltn 'sport = :18600' | grep -q ." 20 || fail "server did not listen"
+ns_exec "$nsa" timeout 60 ib_write_bw -d "$da" -x "$ga" -F -p 18600 -s 65536 -u 17 -D 4 "$ipb" \
+	>"$tmp/cli" 2>&1 &
+cpid=$!
+line=$(ip netns exec "$nsa" cat "/sys/class/net/$va/speed" 2>/dev/null || echo 10000)
+seen=''
+for ((i = 0; i < 20; i++)); do
+	sleep 0.3
+	q=$(rc_qp_json "$da")
+	[[ -n $q ]] || continue
+	if [[ $(jq -r '.drv_dcqcn_limited // empty' <<<"$q") == 1 ]]; then
+		seen=$(jq -r '"rate \(.drv_dcqcn_rate_mbps) Mbit/s, target \(.drv_dcqcn_target_mbps) Mbit/s, alpha \(.drv_dcqcn_alpha)/1024, \(.drv_dcqcn_cnps) CNPs, tx_bytes \(.drv_tx_bytes)"' <<<"$q")
+		rate=$(jq -r .drv_dcqcn_rate_mbps <<<"$q")
+		break
+	fi
+done
+wait "$cpid" || fail "ib_write_bw client failed: $(tail -n 3 "$tmp/cli")"
+wait "$spid" || true
+[[ -n $seen ]] || { log "last: ${q:-no RC QP}"; fail "$da's QP was never shown rate-limited"; }
+((rate < line)) || fail "$da's QP is limited at $rate Mbit/s, not below the line rate ($line)"
+log "ok: rdma -dd res show qp: $seen (line rate ${line} Mbit/s)"
+
+# --- the CNPs on the wire, as Wireshark sees them ---------------------------------------
+# Debian 12's Wireshark does not know opcode 0x81; tools/wireshark/roce_cnp.lua
+# dissects it (fields, BECN, reserved bytes, ICRC), other RoCE packets are left
+# to Wireshark's own dissector.
+# One tshark pass (it starts slowly in a TCG guest): per packet, whether it
+# is a CNP, its DSCP and ECN, BECN, ICRC verdict, and any expert info.
+tshark -X "lua_script:$SROCE_ROOT/tools/wireshark/roce_cnp.lua" -r "$tmp/cap.pcap" -T fields \
+	-E separator=/t -E occurrence=f -e roce_cnp.opcode -e ip.dsfield.dscp -e ip.dsfield.ecn \
+	-e roce_cnp.becn -e roce_cnp.icrc_ok -e _ws.expert.severity -e _ws.malformed \
+	>"$tmp/cap.tsv" 2>/dev/null || fail "tshark could not read the capture"
+# CNPs: count by DSCP, ECN, BECN, ICRC ok.
+tsv=$(awk -F'\t' '$1 != "" { print $2, $3, $4, $5 }' "$tmp/cap.tsv" | sort | uniq -c)
+log "  CNPs in the capture (count, DSCP, ECN, BECN, ICRC ok):"
+log "$tsv"
+[[ -n "$tsv" ]] || fail "tshark found no CNP in the capture"
+awk '{ if ($2 != 48 || $4 != 1 || ($5 != "True" && $5 != 1)) exit 1 }' <<<"$tsv" ||
+	fail "a CNP without DSCP 48, BECN or a good ICRC"
+# Expert info: severity warning is 6291456 (0x600000) in Wireshark 4.0.
+bad=$(awk -F'\t' '$7 != "" || ($6 != "" && $6 >= 6291456)' "$tmp/cap.tsv" | head -n 3)
+[[ -z "$bad" ]] || fail "tshark: malformed packets or warnings: $bad"
+data_ecn=$(awk -F'\t' '$1 == "" { print $3 }' "$tmp/cap.tsv" | sort -u | xargs)
+[[ $data_ecn == *2* ]] || fail "no ECT(0) data packets in the capture (ECN codepoints: $data_ecn)"
+log "ok: tshark dissects the CNPs (DSCP 48, BECN, ICRC), nothing malformed; data ECN: $data_ecn"

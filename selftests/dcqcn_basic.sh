@@ -151,7 +151,7 @@ wait_for "[[ -s $tmp/cap.pcap ]]" 30 || fail "dumpcap did not start"
 snap
 softnet_drops() { local s=0 _a b _r; while read -r _a b _r; do s=$((s + 16#$b)); done </proc/net/softnet_stat; echo "$s"; }
 sd0=$(softnet_drops)
-bw 3
+bw 2
 log "  softnet backlog drops: +$(($(softnet_drops) - sd0))"
 ip -n "$nsb" -s link show dev "$vb" | sed 's/^/  /'
 kill -INT "$cap" 2>/dev/null || true
@@ -202,10 +202,10 @@ set_knob "$da" rp_enable 1
 
 # --- the limited QP, seen with rdma -dd res show qp ------------------------------------------
 # A long-lived QP under marks: rate below the line rate, alpha and target shown.
-ns_exec "$nsb" timeout 60 ib_write_bw -d "$db" -x "$gb" -F -p 18600 -s 65536 -u 17 -D 4 >/dev/null 2>&1 &
+ns_exec "$nsb" timeout 60 ib_write_bw -d "$db" -x "$gb" -F -p 18600 -s 65536 -u 17 -D 3 >/dev/null 2>&1 &
 spid=$!
 wait_for "ns_exec $nsb ss -Hltn 'sport = :18600' | grep -q ." 20 || fail "server did not listen"
-ns_exec "$nsa" timeout 60 ib_write_bw -d "$da" -x "$ga" -F -p 18600 -s 65536 -u 17 -D 4 "$ipb" \
+ns_exec "$nsa" timeout 60 ib_write_bw -d "$da" -x "$ga" -F -p 18600 -s 65536 -u 17 -D 3 "$ipb" \
 	>"$tmp/cli" 2>&1 &
 cpid=$!
 line=$(ip netns exec "$nsa" cat "/sys/class/net/$va/speed" 2>/dev/null || echo 10000)

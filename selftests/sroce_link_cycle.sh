@@ -1,14 +1,14 @@
 #!/bin/bash
 # timeout: 600
 #
-# 50 x (rdma link add, verify, rdma link delete, verify) on one netdev, then
+# 25 x (SROCE_LINK_CYCLES) (rdma link add, verify, rdma link delete, verify) on one netdev, then
 # two devices in one namespace: the UDP 4791 sockets of a namespace are opened
 # by its first sroce device and closed with its last one, not before.
 export SR_TAG=lc # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
-readonly CYCLES=50
+readonly CYCLES=${SROCE_LINK_CYCLES:-25}
 ns=$SR_ID d0=${SR_ID}a d1=${SR_ID}b name=${SR_ID}ib
 mac0=02:5a:00:00:20:01 mac1=02:5a:00:00:20:02
 

@@ -88,7 +88,7 @@ if SROCE_SELFTEST_TOKEN="a b'c" expect_rc 7 env -- bash -c \
 fi
 
 # (c) a command that outlives --timeout.
-expect_rc 124 timeout --timeout 20 -- sleep 120 || true
+expect_rc 124 timeout --timeout 10 -- sleep 120 || true
 
 # (d) a WARN in the guest kernel fails the run although the command passes;
 # loading the same out-of-tree module quietly (it taints the kernel) does not.

@@ -17,8 +17,6 @@ PKGS=(
 	# run and test
 	rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils iproute2
 	python3-pyverbs python3-scapy iperf3 tshark ethtool procps
-	# tools/dcqcn/plot.py (plots; its --summary needs only python3)
-	python3-matplotlib
 	# NVMe over Fabrics (RDMA) tests
 	nvme-cli fio
 	# debug kernel lane

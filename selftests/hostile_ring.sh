@@ -32,6 +32,10 @@
 # was still building a packet from: oops). HOSTILE_RING_SEED=N reproduces a
 # run's fuzz; HOSTILE_RING_RACE_SECONDS sets shadow_race's length (default
 # 10); HOSTILE_RING_GENTLE=1 leaves both out (for kernels without the fixes).
+# For slow (debug) kernels: HOSTILE_RING_ARGS="..." is appended to both ring
+# attack runs (e.g. --fuzz-rounds 4 --mutate-iters 10), HOSTILE_RING_LIMITS_ARGS
+# to the resource-limits run (e.g. --qps 50 --mrs 200 --no-max), and
+# HOSTILE_RING_TIMEOUT=S replaces each run's time limit (200 s; shadow race 120 s).
 export SR_TAG=hr # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -127,12 +131,16 @@ hostile() { # DESCRIPTION TIMEOUT ARGS...
 
 bugs=()
 [[ "${HOSTILE_RING_GENTLE:-0}" != 1 ]] || bugs=(--gentle)
-hostile "ring attacks, two devices" 200 --group ring --dev-a "$da" --dev-b "$db" --seed "$seed" "${bugs[@]}"
-hostile "ring attacks, one device (loopback)" 200 --group ring --dev-a "$dl" --dev-b "$dl" --seed "$((seed + 1))" \
-	--fuzz-rounds 16 --mutate-iters 40 "${bugs[@]}"
-hostile "resource limits" 200 --group limits --dev-a "$da" --dev-b "$db"
+read -ra ring_args <<<"${HOSTILE_RING_ARGS:-}"
+read -ra limits_args <<<"${HOSTILE_RING_LIMITS_ARGS:-}"
+limit=${HOSTILE_RING_TIMEOUT:-200}
+hostile "ring attacks, two devices" "$limit" --group ring --dev-a "$da" --dev-b "$db" --seed "$seed" "${bugs[@]}" \
+	"${ring_args[@]}"
+hostile "ring attacks, one device (loopback)" "$limit" --group ring --dev-a "$dl" --dev-b "$dl" --seed "$((seed + 1))" \
+	--fuzz-rounds 16 --mutate-iters 40 "${bugs[@]}" "${ring_args[@]}"
+hostile "resource limits" "$limit" --group limits --dev-a "$da" --dev-b "$db" "${limits_args[@]}"
 if [[ "${HOSTILE_RING_GENTLE:-0}" != 1 ]]; then
-	hostile "shadow race" 120 --case shadow_race --dev-a "$da" --dev-b "$db" --seed "$seed" \
+	hostile "shadow race" "${HOSTILE_RING_TIMEOUT:-120}" --case shadow_race --dev-a "$da" --dev-b "$db" --seed "$seed" \
 		--race-seconds "${HOSTILE_RING_RACE_SECONDS:-10}"
 fi
 

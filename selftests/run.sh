@@ -9,6 +9,7 @@
 #             reconfigure the network: don't do this on a machine you care about)
 #   --timeout default per-test limit (300 s); a test file can set its own with
 #             a "# timeout: N" line
+# SROCE_TIMEOUT_SCALE=N multiplies every test's limit (slow debug kernels).
 #
 # A test passes with exit 0, is skipped with exit 4 (kselftest's KSFT_SKIP;
 # lib.sh's skip() also records the reason), and fails otherwise - or when the
@@ -26,7 +27,7 @@ while [[ $# -gt 0 ]]; do
 	--force) force=1 ;;
 	--list) list=1 ;;
 	--timeout) default_timeout=$2; shift ;;
-	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	*) filters+=("$1") ;;
 	esac
@@ -80,7 +81,7 @@ fi
 test_timeout() { # the "# timeout: N" line of a test file, else the default
 	local t
 	t=$(sed -n 's/^#[[:space:]]*timeout:[[:space:]]*\([0-9][0-9]*\).*/\1/p' "$1" | head -n1)
-	echo "${t:-$default_timeout}"
+	echo "$((${t:-$default_timeout} * ${SROCE_TIMEOUT_SCALE:-1}))"
 }
 
 # New kernel log lines since MARKER (all of it if the marker scrolled out of

@@ -98,7 +98,6 @@ struct sroce_rd_res {
 	u32 rkey;
 	u32 len;
 	u32 sent;		/* READ: bytes sent */
-	u32 start;		/* READ: where this execution started */
 	struct ib_pd *pd;	/* READ: whose MRs (an XRC target's vary) */
 	u64 atomic_orig;	/* atomic: the result to replay */
 };
@@ -161,6 +160,9 @@ struct sroce_qp {
 		u8 rnr_retry;
 		bool rnr_wait;
 		bool sqd_notified;	/* IB_EVENT_SQ_DRAINED sent */
+		/* A READ re-requested at this PSN after a response gap. */
+		bool rr_gap;
+		u32 rr_gap_psn;
 		struct timer_list retrans_timer;
 		struct timer_list rnr_timer;
 	} comp;

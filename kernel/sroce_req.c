@@ -720,11 +720,20 @@ static int sroce_req_one(struct sroce_qp *qp)
 	switch (w->opcode) {
 	case SROCE_WR_RDMA_WRITE:
 	case SROCE_WR_RDMA_WRITE_WITH_IMM:
-	case SROCE_WR_RDMA_READ:
 	case SROCE_WR_ATOMIC_WRITE:
 		pkt->reth.va = w->remote_addr;
 		pkt->reth.rkey = w->rkey;
 		pkt->reth.len = len;
+		break;
+	case SROCE_WR_RDMA_READ:
+		/*
+		 * A READ resumed at its first missing response asks for the
+		 * rest only: address and length move with the PSN (IBTA
+		 * C9-106; rdma_rxe answers from this RETH).
+		 */
+		pkt->reth.va = w->remote_addr + off;
+		pkt->reth.rkey = w->rkey;
+		pkt->reth.len = len - off;
 		break;
 	case SROCE_WR_ATOMIC_CMP_AND_SWP:
 	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
@@ -912,26 +921,37 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
 	 * must name a PSN that was sent (not the next one to send).
 	 */
 	if (sroce_psn_diff(next, qp->comp.psn) < 0 ||
-	    sroce_psn_diff(next, qp->req.psn) > 0 ||
-	    (!inclusive && next == qp->req.psn))
+	    sroce_psn_diff(next, qp->req.psn_hi) > 0 ||
+	    (!inclusive && next == qp->req.psn_hi))
 		return false;
+	/*
+	 * After a rewind, the responder may acknowledge PSNs sent before it
+	 * that the requester has not sent again yet. What is being resent
+	 * restarts from req.cur: complete only what lies before req.psn.
+	 */
+	if (sroce_psn_diff(next, qp->req.psn) > 0)
+		next = qp->req.psn;
 	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
 		struct sroce_wqe_st *st = sroce_wst(qp, idx);
 		struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
 
 		if (st->state == SROCE_WQE_DONE)
 			continue;
+		if (sroce_wqe_is_rd_atomic(w->opcode)) {
+			/*
+			 * A READ or atomic completes with its response only
+			 * (sroce_comp_read_resp, sroce_comp_atomic_ack). An
+			 * ACK past one whose response never came: it was lost
+			 * (implied NAK). Its PSNs are known once it was sent.
+			 */
+			if ((st->state == SROCE_WQE_SENT || st->started) &&
+			    sroce_psn_diff(next, st->first_psn) > 0)
+				next = st->first_psn;
+			break;
+		}
 		if (st->state != SROCE_WQE_SENT ||
 		    sroce_psn_diff(st->last_psn, next) >= 0)
 			break;
-		if (sroce_wqe_is_rd_atomic(w->opcode)) {
-			/*
-			 * An ACK past a READ or atomic whose response never
-			 * came: the response was lost (implied NAK).
-			 */
-			next = st->first_psn;
-			break;
-		}
 		st->state = SROCE_WQE_DONE;
 		st->status = IB_WC_SUCCESS;
 	}
@@ -961,13 +981,21 @@ static struct sroce_wqe_st *sroce_comp_head(struct sroce_qp *qp, u32 *idxp)
 
 static void sroce_comp_read_resp(struct sroce_qp *qp,
 				 const struct sroce_pkt *pkt,
-				 const u8 *payload, bool *fatal)
+				 const u8 *payload, bool *fatal, bool *retry)
 {
 	struct sroce_wqe_st *st;
 	struct sroce_send_wqe *w;
 	u32 idx, expect, off;
 	int status;
 
+	/*
+	 * A first/only response also acknowledges every request before it
+	 * (the responder executes in PSN order): SENDs and WRITEs before the
+	 * READ complete even when their own ACK was lost.
+	 */
+	if (pkt->info->pos == SROCE_POS_FIRST ||
+	    pkt->info->pos == SROCE_POS_ONLY)
+		sroce_comp_ack_upto(qp, pkt->bth.psn, false);
 	st = sroce_comp_head(qp, &idx);
 	if (!st)
 		goto drop;
@@ -976,18 +1004,29 @@ static void sroce_comp_read_resp(struct sroce_qp *qp,
 		goto drop;
 	off = sroce_wqe_len(w) - st->resid;
 	expect = sroce_psn_add(st->first_psn, off / qp->mtu);
-	if (pkt->bth.psn != expect)
+	if (pkt->bth.psn != expect) {
+		/*
+		 * A later response, sent: the one expected was lost. Ask
+		 * again from it at once rather than at the ACK timeout, once
+		 * per missing PSN (the rest of the old stream still arrives,
+		 * and must not ask again and again).
+		 */
+		if (sroce_psn_diff(pkt->bth.psn, expect) > 0 &&
+		    sroce_psn_diff(pkt->bth.psn, qp->req.psn) < 0 &&
+		    (!qp->comp.rr_gap || qp->comp.rr_gap_psn != expect)) {
+			qp->comp.rr_gap = true;
+			qp->comp.rr_gap_psn = expect;
+			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
+			*retry = true;
+		}
 		goto drop;
+	}
 	/* Every response but the last carries exactly one MTU. */
 	if (pkt->payload_len > st->resid || pkt->payload_len > qp->mtu ||
 	    (pkt->info->pos == SROCE_POS_FIRST ||
 	     pkt->info->pos == SROCE_POS_MIDDLE ?
 	     pkt->payload_len != qp->mtu : pkt->payload_len != st->resid))
 		goto drop;
-	/* A first/only response also acknowledges everything before it. */
-	if (pkt->info->pos == SROCE_POS_FIRST ||
-	    pkt->info->pos == SROCE_POS_ONLY)
-		sroce_comp_ack_upto(qp, st->first_psn, false);
 
 	status = sroce_wqe_data(qp, w, off, (void *)payload, pkt->payload_len,
 				SROCE_TO_MR, IB_ACCESS_LOCAL_WRITE);
@@ -1068,10 +1107,20 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 
 	switch (sroce_aeth_type(syn)) {
 	case SROCE_AETH_ACK:
-		if (!sroce_comp_ack_upto(qp, psn, true))
+		if (!sroce_comp_ack_upto(qp, psn, true)) {
 			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
-		else if (qp->comp.psn != sroce_psn_add(psn, 1))
-			*retry = true;	/* implied NAK on a READ/atomic */
+		} else {
+			/* What the ACK completes (see sroce_comp_ack_upto). */
+			u32 want = sroce_psn_add(psn, 1);
+
+			if (sroce_psn_diff(want, qp->req.psn) > 0)
+				want = qp->req.psn;
+			if (qp->comp.psn != want) {
+				/* Implied NAK: a READ/atomic response lost. */
+				sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
+				*retry = true;
+			}
+		}
 		break;
 	case SROCE_AETH_RNR_NAK:
 		if (!sroce_comp_ack_upto(qp, psn, false)) {
@@ -1178,7 +1227,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
 			break;
 		}
-		sroce_comp_read_resp(qp, pkt, payload, &fatal);
+		sroce_comp_read_resp(qp, pkt, payload, &fatal, &retry);
 		break;
 	case SROCE_KIND_ATOMIC_ACK:
 		if (sroce_aeth_type(pkt->aeth.syndrome) != SROCE_AETH_ACK) {
@@ -1235,6 +1284,7 @@ static void sroce_retrans_timeout(struct timer_list *t)
 		fatal = true;
 	} else {
 		qp->comp.retry_cnt--;
+		qp->comp.rr_gap = false;
 		sroce_req_rewind(qp);
 	}
 	if (fatal)
@@ -1316,6 +1366,7 @@ void sroce_transport_reset(struct sroce_qp *qp)
 	qp->comp.idx = 0;
 	qp->comp.psn = 0;
 	qp->comp.rnr_wait = false;
+	qp->comp.rr_gap = false;
 	qp->sq.kidx = 0;
 	qp->sq.hdr->producer = 0;
 	qp->sq.hdr->consumer = 0;

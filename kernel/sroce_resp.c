@@ -538,6 +538,19 @@ static enum sroce_resp_verdict sroce_resp_atomic(struct sroce_qp *qp,
 	return SROCE_RESP_DONE;
 }
 
+/* The newest request executed was a READ or an atomic. resp_lock held. */
+static bool sroce_resp_newest_is_rd(const struct sroce_qp *qp)
+{
+	const struct sroce_rd_res *r;
+
+	if (!qp->resp.nres)
+		return false;
+	r = &qp->resp.res[(qp->resp.res_head + qp->resp.nres - 1) %
+			  qp->resp.nres];
+	return r->kind != SROCE_RES_FREE &&
+	       r->last_psn == sroce_psn_sub(qp->resp.epsn, 1);
+}
+
 /* A request with a PSN before the expected one (IBTA C9-105/C9-106). */
 static void sroce_resp_duplicate(struct sroce_qp *qp,
 				 const struct sroce_pkt *pkt)
@@ -553,18 +566,28 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 
 			if (res->kind == SROCE_RES_FREE)
 				continue;
-			/* A READ may be re-requested from a PSN inside it. */
+			/*
+			 * A READ may be re-requested from a PSN inside it
+			 * (IBTA C9-106), for the rest of the data: its RETH
+			 * must name exactly that (rdma_rxe's responder reads
+			 * from the RETH, so a requester that disagrees would
+			 * get other data from it). If not, drop it (class D).
+			 */
 			if (res->kind == SROCE_RES_READ &&
 			    pkt->info->kind == SROCE_KIND_READ_REQ &&
 			    sroce_psn_diff(pkt->bth.psn, res->first_psn) > 0 &&
 			    sroce_psn_diff(pkt->bth.psn, res->last_psn) <= 0) {
-				u32 skip = sroce_psn_diff(pkt->bth.psn,
-							  res->first_psn);
+				u64 off = (u64)sroce_psn_diff(pkt->bth.psn,
+							      res->first_psn) *
+					  qp->mtu;
 
+				if (off >= res->len ||
+				    pkt->reth.rkey != res->rkey ||
+				    pkt->reth.va != res->va + off ||
+				    pkt->reth.len != res->len - off)
+					return;
 				res->next_psn = pkt->bth.psn;
-				res->sent = min_t(u64, (u64)skip * qp->mtu,
-						  res->len);
-				res->start = res->sent;
+				res->sent = off;
 				sroce_resp_start_read(qp, res);
 				return;
 			}
@@ -580,7 +603,6 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 				/* Re-execute the whole READ. */
 				res->next_psn = res->first_psn;
 				res->sent = 0;
-				res->start = 0;
 				sroce_resp_start_read(qp, res);
 			}
 			return;
@@ -588,8 +610,14 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 		/* Unknown: too old to answer; the requester will time out. */
 		return;
 	default:
-		/* Re-acknowledge what has been received. */
-		sroce_resp_ack(qp, sroce_psn_sub(qp->resp.epsn, 1));
+		/*
+		 * Re-acknowledge what has been received (C9-105): the newest
+		 * PSN, unless that is a READ's or an atomic's. rdma_rxe's
+		 * requester completes a READ whose PSN an ACK names as if its
+		 * data had come; then the duplicate's own PSN.
+		 */
+		sroce_resp_ack(qp, sroce_resp_newest_is_rd(qp) ? pkt->bth.psn :
+				   sroce_psn_sub(qp->resp.epsn, 1));
 		return;
 	}
 }
@@ -864,6 +892,22 @@ void sroce_resp_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 }
 
 /*
+ * A duplicate READ for a PSN at or before the one the current stream is
+ * sending: the requester lost a response and asks again from there
+ * (go-back-N). resp_lock held.
+ */
+static bool sroce_resp_rerequest(const struct sroce_qp *qp,
+				 const struct sroce_pkt *pkt)
+{
+	const struct sroce_rd_res *r = qp->resp.stream;
+
+	return r && pkt->info->kind == SROCE_KIND_READ_REQ &&
+	       qp->ibqp.qp_type != IB_QPT_UC &&
+	       sroce_psn_diff(pkt->bth.psn, qp->resp.epsn) < 0 &&
+	       sroce_psn_diff(pkt->bth.psn, r->next_psn) <= 0;
+}
+
+/*
  * sroce_resp_rcv - handle a request packet (softirq)
  *
  * While a large READ is being streamed from resp_work, later requests wait
@@ -881,6 +925,17 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		return;
 	}
 	spin_lock_bh(&qp->resp_lock);
+	if (qp->resp.busy && sroce_resp_rerequest(qp, pkt)) {
+		/*
+		 * The requester went back to a PSN this QP has already
+		 * answered: what is still being streamed after it, and the
+		 * requests waiting behind, are stale (the requester resends
+		 * them all). Drop them and answer the re-request now.
+		 */
+		__skb_queue_purge(&qp->resp.backlog);
+		qp->resp.stream = NULL;
+		qp->resp.busy = false;
+	}
 	if (qp->resp.busy) {
 		if (skb_queue_len(&qp->resp.backlog) < SROCE_RESP_BACKLOG)
 			__skb_queue_tail(&qp->resp.backlog, skb_get(skb));
@@ -915,8 +970,12 @@ static bool sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
 		u64 va;
 
 		len = min(r->len - off, qp->mtu);
-		/* A re-request from mid-READ is a new response sequence. */
-		first = off == r->start;
+		/*
+		 * A re-request from mid-READ continues the response sequence
+		 * (MIDDLE/LAST): rdma_rxe answers so, and its requester
+		 * takes a FIRST there for an error.
+		 */
+		first = off == 0;
 		last = off + len >= r->len;
 		va = r->va + off;
 		tp.pkt.bth.opcode = first && last ? SROCE_OP_RC_READ_RESP_ONLY :

@@ -36,6 +36,7 @@ static const struct rdma_stat_desc sroce_stat_desc[SROCE_CNT_MAX] = {
 	[SROCE_CNT_RETRY_EXCEEDED].name = "retry_exceeded_err",
 	[SROCE_CNT_RNR_RETRY_EXCEEDED].name = "rnr_retry_exceeded_err",
 	[SROCE_CNT_COMPLETER_DROP].name = "completer_drop",
+	[SROCE_CNT_IMPLIED_NAK].name = "implied_nak_seq_err",
 	[SROCE_CNT_RX_BAD_QKEY].name = "rcvd_bad_qkey",
 	[SROCE_CNT_UD_NO_RWQE].name = "rcvd_no_wqe_drop",
 	[SROCE_CNT_UD_LEN_DROP].name = "rcvd_ud_len_drop",

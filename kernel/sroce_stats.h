@@ -36,6 +36,7 @@ enum sroce_counter {
 	SROCE_CNT_RETRY_EXCEEDED,
 	SROCE_CNT_RNR_RETRY_EXCEEDED,
 	SROCE_CNT_COMPLETER_DROP,	/* stale or unexpected responses */
+	SROCE_CNT_IMPLIED_NAK,		/* a READ/atomic response missing */
 	SROCE_CNT_RX_BAD_QKEY,		/* UD: Q_Key mismatch */
 	SROCE_CNT_UD_NO_RWQE,		/* UD/UC: no receive WQE posted */
 	SROCE_CNT_UD_LEN_DROP,		/* UD: datagram > receive WQE */

@@ -207,7 +207,7 @@ lat_ok() { # perftest lat: a result row with positive t_avg
 }
 summary() {
 	local l
-	l=$(grep -E ' bytes in |iters in' "$1" | sed 's/.*= //' | xargs)
+	l=$({ grep -E ' bytes in |iters in' "$1" || true; } | sed 's/.*= //' | xargs)
 	[[ -n "$l" ]] || l=$(awk '/#bytes/ { t = 1; next } t && $1 ~ /^[0-9]+$/' "$1" | xargs)
 	echo "$l"
 }

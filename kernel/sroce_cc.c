@@ -156,6 +156,8 @@ static enum hrtimer_restart sroce_cc_pace_timeout(struct hrtimer *t)
 	struct sroce_qp *qp = container_of(cc, struct sroce_qp, cc);
 
 	sroce_req_kick(qp, false);
+	if (READ_ONCE(cc->resp_wait) && !test_bit(SROCE_QPF_DYING, &qp->flags))
+		sroce_resp_queue(qp);
 	return HRTIMER_NORESTART;
 }
 
@@ -181,7 +183,8 @@ void sroce_cc_qp_reset(struct sroce_qp *qp)
 	sroce_dcqcn_rp_init(&cc->rp, sroce_cc_params(qp), qp->sdev->line_kbps,
 			    ktime_get_ns());
 	WRITE_ONCE(cc->limited, false);
-	cc->next_ns = 0;
+	WRITE_ONCE(cc->next_ns, 0);
+	WRITE_ONCE(cc->resp_wait, false);
 	cc->np_last_ns = 0;
 	spin_unlock_bh(&cc->lock);
 	/* A callback running now finds the QP unlimited and stops. */
@@ -265,7 +268,13 @@ static bool sroce_cc_rp_qp(const struct sroce_qp *qp)
 	case IB_QPT_RC:
 	case IB_QPT_UC:
 	case IB_QPT_XRC_INI:
-		return state == IB_QPS_RTS || state == IB_QPS_SQD;
+		/*
+		 * RTR too: a QP that only answers (perftest's servers stay in
+		 * RTR) sends READ responses, which the pacer also holds to the
+		 * QP's rate.
+		 */
+		return state == IB_QPS_RTR || state == IB_QPS_RTS ||
+		       state == IB_QPS_SQD;
 	default:
 		return false;
 	}
@@ -315,17 +324,61 @@ out:
 bool sroce_cc_pace_wait_slow(struct sroce_qp *qp)
 {
 	struct sroce_cc_qp *cc = &qp->cc;
-	u64 now;
+	u64 now, next = READ_ONCE(cc->next_ns);
 
 	if (!READ_ONCE(sroce_cc_params(qp)->rp_enable))
 		return false;
 	now = ktime_get_ns();
-	if ((s64)(cc->next_ns - now) <= 0)
+	if ((s64)(next - now) <= 0)
 		return false;
 	if (!test_bit(SROCE_QPF_DYING, &qp->flags))
-		hrtimer_start(&cc->pace_timer, ns_to_ktime(cc->next_ns),
+		hrtimer_start(&cc->pace_timer, ns_to_ktime(next),
 			      HRTIMER_MODE_ABS_SOFT);
 	return true;
+}
+
+/*
+ * The same for the responder's READ responses: one pacer clock per QP, so
+ * requests and READ responses together keep to the QP's rate. The timer
+ * then also queues resp_work. Armed under cc->lock, which the destroy path
+ * takes to stop it (resp_lock is no guard against SROCE_QPF_DYING).
+ * resp_lock held.
+ */
+bool sroce_cc_resp_wait_slow(struct sroce_qp *qp)
+{
+	struct sroce_cc_qp *cc = &qp->cc;
+	u64 now, next = READ_ONCE(cc->next_ns);
+
+	if (!READ_ONCE(sroce_cc_params(qp)->rp_enable))
+		return false;
+	now = ktime_get_ns();
+	if ((s64)(next - now) <= 0)
+		return false;
+	spin_lock(&cc->lock);
+	WRITE_ONCE(cc->resp_wait, true);
+	if (!cc->stopped)
+		hrtimer_start(&cc->pace_timer, ns_to_ktime(next),
+			      HRTIMER_MODE_ABS_SOFT);
+	spin_unlock(&cc->lock);
+	return true;
+}
+
+/* A packet of @wire_bytes goes out: while limited, space the next one. */
+static void sroce_cc_account(struct sroce_qp *qp, u32 wire_bytes)
+{
+	struct sroce_cc_qp *cc = &qp->cc;
+	u64 now, start;
+
+	now = ktime_get_ns();
+	spin_lock(&cc->lock);
+	start = cc->next_ns;
+	if ((s64)(now - SROCE_CC_BURST_NS - start) > 0)
+		start = now - SROCE_CC_BURST_NS;
+	WRITE_ONCE(cc->next_ns, start + sroce_dcqcn_tx_ns(cc->rp.rc,
+							  wire_bytes));
+	sroce_dcqcn_rp_sent(&cc->rp, sroce_cc_params(qp), wire_bytes);
+	WRITE_ONCE(cc->limited, cc->rp.limited);
+	spin_unlock(&cc->lock);
 }
 
 /*
@@ -336,21 +389,20 @@ bool sroce_cc_pace_wait_slow(struct sroce_qp *qp)
 void sroce_cc_sent(struct sroce_qp *qp, u32 payload, u32 wire_bytes)
 {
 	struct sroce_cc_qp *cc = &qp->cc;
-	u64 now, start;
 
 	WRITE_ONCE(cc->tx_bytes, cc->tx_bytes + payload);
-	if (!READ_ONCE(cc->limited))
-		return;
-	now = ktime_get_ns();
-	start = cc->next_ns;
-	if ((s64)(now - SROCE_CC_BURST_NS - start) > 0)
-		start = now - SROCE_CC_BURST_NS;
-	cc->next_ns = start + sroce_dcqcn_tx_ns(READ_ONCE(cc->rp.rc),
-						wire_bytes);
-	spin_lock(&cc->lock);
-	sroce_dcqcn_rp_sent(&cc->rp, sroce_cc_params(qp), wire_bytes);
-	WRITE_ONCE(cc->limited, cc->rp.limited);
-	spin_unlock(&cc->lock);
+	if (READ_ONCE(cc->limited))
+		sroce_cc_account(qp, wire_bytes);
+}
+
+/* The same for a READ response. resp_lock held (BHs off). */
+void sroce_cc_resp_sent(struct sroce_qp *qp, u32 payload, u32 wire_bytes)
+{
+	struct sroce_cc_qp *cc = &qp->cc;
+
+	WRITE_ONCE(cc->resp_tx_bytes, cc->resp_tx_bytes + payload);
+	if (READ_ONCE(cc->limited))
+		sroce_cc_account(qp, wire_bytes);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -387,7 +439,9 @@ int sroce_cc_fill_res_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 	    rdma_nl_put_driver_u32(msg, "dcqcn_target_mbps", rp.rt / 1000) ||
 	    rdma_nl_put_driver_u32(msg, "dcqcn_alpha", rp.alpha) ||
 	    rdma_nl_put_driver_u32(msg, "dcqcn_cnps", cnps) ||
-	    rdma_nl_put_driver_u64(msg, "tx_bytes", READ_ONCE(cc->tx_bytes))) {
+	    rdma_nl_put_driver_u64(msg, "tx_bytes", READ_ONCE(cc->tx_bytes)) ||
+	    rdma_nl_put_driver_u64(msg, "read_resp_tx_bytes",
+				   READ_ONCE(cc->resp_tx_bytes))) {
 		nla_nest_cancel(msg, table);
 		return -EMSGSIZE;
 	}

@@ -25,10 +25,12 @@ struct sroce_cc_qp {
 	spinlock_t lock;		/* rp, stopped; inner to sq_lock */
 	struct sroce_dcqcn_rp rp;
 	struct hrtimer inc_timer;	/* rpg_time_reset, while limited */
-	struct hrtimer pace_timer;	/* wakes the paced requester */
-	u64 next_ns;			/* pacer: next packet's time (requester) */
+	struct hrtimer pace_timer;	/* wakes the paced requester/responder */
+	u64 next_ns;			/* pacer: the QP's next packet's time */
 	u64 np_last_ns;			/* NP: last CNP sent to the peer */
 	u64 tx_bytes;			/* requester payload bytes sent */
+	u64 resp_tx_bytes;		/* READ response payload bytes sent */
+	bool resp_wait;			/* a READ stream waits for the pacer */
 	u32 cnps;			/* CNPs the RP handled */
 	bool limited;			/* rp.limited, for lockless readers */
 	bool stopped;			/* destroyed: no timer rearms */
@@ -49,6 +51,9 @@ void sroce_cc_cnp_rcv(struct sroce_dev *sdev, const struct sroce_pkt *pkt);
 /* Requester, sq_lock held. */
 bool sroce_cc_pace_wait_slow(struct sroce_qp *qp);
 void sroce_cc_sent(struct sroce_qp *qp, u32 payload, u32 wire_bytes);
+/* Responder's READ responses, resp_lock held. */
+bool sroce_cc_resp_wait_slow(struct sroce_qp *qp);
+void sroce_cc_resp_sent(struct sroce_qp *qp, u32 payload, u32 wire_bytes);
 
 int sroce_cc_fill_res_qp(struct sk_buff *msg, struct ib_qp *ibqp);
 

@@ -200,6 +200,7 @@ struct sroce_qp {
 		u32 res_head;		/* next slot to use */
 		struct sroce_rd_res *stream;	/* READ being streamed */
 		bool busy;		/* stream or backlog pending */
+		int cpu;		/* where READ responses last went out */
 		struct sk_buff_head backlog;	/* requests behind it */
 	} resp;
 

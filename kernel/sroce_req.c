@@ -577,8 +577,8 @@ done:
  * and the requester should continue, 0 if there is nothing to do now.
  */
 /* Bytes @pkt takes on the wire: Ethernet, IP, UDP, RoCE headers, ICRC. */
-static u32 sroce_req_wire_len(const struct sroce_qp *qp,
-			      const struct sroce_pkt *pkt)
+/* Bytes @pkt takes on the wire (Ethernet frame without FCS). */
+u32 sroce_wire_len(const struct sroce_qp *qp, const struct sroce_pkt *pkt)
 {
 	const struct sroce_opcode_info *info = sroce_opcode_info(pkt->bth.opcode);
 
@@ -767,7 +767,7 @@ static int sroce_req_one(struct sroce_qp *qp)
 		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_PKTS);
 	if (sroce_psn_diff(qp->req.psn, qp->req.psn_hi) > 0)
 		qp->req.psn_hi = qp->req.psn;
-	sroce_cc_sent(qp, plen, sroce_req_wire_len(qp, pkt));
+	sroce_cc_sent(qp, plen, sroce_wire_len(qp, pkt));
 	/*
 	 * The ACK timeout runs from the newest packet that asks for an
 	 * ACK: timing from the oldest would fire in the middle of a long,

@@ -15,6 +15,7 @@
 #include <linux/ipv6.h>
 
 #include "sroce.h"
+#include "sroce_cc.h"
 #include "sroce_cq.h"
 #include "sroce_mr.h"
 #include "sroce_param.h"
@@ -29,8 +30,8 @@
 /* We do not run end-to-end credits: advertise "invalid" (unlimited). */
 #define SROCE_CREDIT_INVALID	31
 
-static bool sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
-			      u32 budget);
+static int sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
+			     u32 budget);
 static void sroce_resp_start_read(struct sroce_qp *qp, struct sroce_rd_res *r);
 
 /*
@@ -40,6 +41,13 @@ static void sroce_resp_start_read(struct sroce_qp *qp, struct sroce_rd_res *r);
  */
 #define SROCE_READ_INLINE_PKTS	32
 #define SROCE_READ_CHUNK	64
+/* sroce_resp_stream's verdicts. */
+enum {
+	SROCE_STREAM_DONE,	/* all sent, or given up (the requester asks again) */
+	SROCE_STREAM_MORE,	/* budget used up */
+	SROCE_STREAM_PACED,	/* the DCQCN pacer holds the next packet back */
+};
+
 /* Requests held back behind a streaming READ, per QP. */
 #define SROCE_RESP_BACKLOG	4096
 
@@ -959,8 +967,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
  * cannot be allocated is simply not sent: the requester times out and
  * asks again (the duplicate READ restarts the stream).
  */
-static bool sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
-			      u32 budget)
+static int sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
+			     u32 budget)
 {
 	do {
 		struct sroce_txpkt tp = {};
@@ -969,6 +977,10 @@ static bool sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
 		bool first, last;
 		u64 va;
 
+		/* DCQCN: a rate-limited QP's responses keep to its rate. */
+		if (unlikely(READ_ONCE(qp->cc.limited)) &&
+		    sroce_cc_resp_wait_slow(qp))
+			return SROCE_STREAM_PACED;
 		len = min(r->len - off, qp->mtu);
 		/*
 		 * A re-request from mid-READ continues the response sequence
@@ -996,35 +1008,61 @@ static bool sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
 			mr = sroce_resp_rkey_pd(qp, r->pd, r->rkey, va, len,
 						IB_ACCESS_REMOTE_READ);
 			if (!mr)
-				return true;
+				return SROCE_STREAM_DONE;
 		}
 		if (sroce_tx_alloc(qp, &tp, GFP_ATOMIC)) {
 			if (mr)
 				sroce_mr_put(mr);
-			return true;
+			return SROCE_STREAM_DONE;
 		}
 		if (mr) {
 			sroce_mr_copy(mr, va, tp.payload, len, SROCE_FROM_MR);
 			sroce_mr_put(mr);
 		}
+		sroce_cc_resp_sent(qp, len, sroce_wire_len(qp, &tp.pkt));
+		WRITE_ONCE(qp->resp.cpu, raw_smp_processor_id());
 		sroce_tx_send(qp, &tp);
 		r->sent += len;
 		r->next_psn = sroce_psn_add(r->next_psn, 1);
 	} while (r->sent < r->len && --budget);
-	return r->sent >= r->len;
+	return r->sent >= r->len ? SROCE_STREAM_DONE : SROCE_STREAM_MORE;
 }
 
-/* Answer a READ: inline if short, else hand it to resp_work. */
+/*
+ * Queue resp_work. A rate-limited QP's responses all leave from one CPU
+ * (bound work on the CPU that sent the last ones), as its requester's do:
+ * a flow sent by turns from several CPUs can be reordered on the way (veth
+ * and RPS backlogs), and the reader pays for each reordering with a
+ * re-request of the READ.
+ */
+void sroce_resp_queue(struct sroce_qp *qp)
+{
+	int cpu = READ_ONCE(qp->resp.cpu);
+
+	if (READ_ONCE(qp->cc.limited) && cpu_online(cpu))
+		queue_work_on(cpu, sroce_pace_wq, &qp->resp_work);
+	else
+		queue_work(sroce_wq, &qp->resp_work);
+}
+
+/*
+ * Answer a READ: inline if short, else hand it to resp_work. A short one
+ * that the pacer holds back continues from resp_work too, when the pacer's
+ * timer queues it.
+ */
 static void sroce_resp_start_read(struct sroce_qp *qp, struct sroce_rd_res *r)
 {
 	if (sroce_msg_pkts(r->len, qp->mtu) <= SROCE_READ_INLINE_PKTS) {
-		sroce_resp_stream(qp, r, U32_MAX);
+		if (sroce_resp_stream(qp, r, U32_MAX) != SROCE_STREAM_PACED)
+			return;
+		qp->resp.stream = r;
+		qp->resp.busy = true;
 		return;
 	}
 	qp->resp.stream = r;
 	qp->resp.busy = true;
 	if (!test_bit(SROCE_QPF_DYING, &qp->flags))
-		queue_work(sroce_wq, &qp->resp_work);
+		sroce_resp_queue(qp);
 }
 
 /*
@@ -1049,8 +1087,15 @@ void sroce_resp_work(struct work_struct *work)
 			break;
 		}
 		if (qp->resp.stream) {
-			if (sroce_resp_stream(qp, qp->resp.stream,
-					      SROCE_READ_CHUNK))
+			int ret;
+
+			WRITE_ONCE(qp->cc.resp_wait, false);
+			ret = sroce_resp_stream(qp, qp->resp.stream,
+						SROCE_READ_CHUNK);
+			/* The pacer's timer queues this work again. */
+			if (ret == SROCE_STREAM_PACED)
+				break;
+			if (ret == SROCE_STREAM_DONE)
 				qp->resp.stream = NULL;
 			spin_unlock_bh(&qp->resp_lock);
 			cond_resched();

@@ -16,6 +16,8 @@
 #    sends no more than T / 0.2 + 1 CNPs per QP;
 #  - np_enable 0: marks are counted, no CNP goes out; rp_enable 0: CNPs
 #    arrive and are counted as rp_cnp_ignored, the rate stays at line rate;
+#  - READ responses keep to the responder QP's rate: ib_read_bw under marks
+#    is clearly slower with the responder's RP on than with it off;
 #  - tshark dissects the CNPs as RoCE CNPs (opcode 0x81, BECN set), without
 #    malformed-packet warnings; data packets carry ECT(0), CNPs cnp_dscp.
 export SR_TAG=dq # name prefix, see lib_sroce.sh
@@ -28,7 +30,7 @@ da=${SR_ID}0 db=${SR_ID}1
 ipa=10.93.0.1 ipb=10.93.0.2
 
 sr_setup
-require_cmd ib_write_bw tc tshark dumpcap jq
+require_cmd ib_write_bw ib_read_bw tc tshark dumpcap jq
 sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
 provider_env
 tmp=$(mktemp -d)
@@ -225,6 +227,56 @@ wait "$spid" || true
 [[ -n $seen ]] || { log "last: ${q:-no RC QP}"; fail "$da's QP was never shown rate-limited"; }
 ((rate < line)) || fail "$da's QP is limited at $rate Mbit/s, not below the line rate ($line)"
 log "ok: rdma -dd res show qp: $seen (line rate ${line} Mbit/s)"
+
+# --- READ responses are paced too ----------------------------------------------------------
+# ib_read_bw: A reads B's memory, so the data flows B -> A as READ
+# responses. netem on B's egress marks 2 % of them; A (the NP) sends CNPs to
+# B's QP, whose RP cuts its rate, and B's responder must keep its responses
+# to that rate. The same run with rp_enable 0 on B is the contrast: B's QP
+# then sends as fast as it can and must be clearly faster.
+# rbw SECONDS: ib_read_bw A <- B for that long; prints how many 64 KiB
+# READs completed (perftest's BW column rounds a paced run down to 0.00).
+rbw() {
+	local p=$((port++)) spid rc=0
+	ns_exec "$nsb" timeout 60 ib_read_bw -d "$db" -x "$gb" -F -p "$p" -s 65536 -u 17 -D "$1" \
+		>"$tmp/srv" 2>&1 &
+	spid=$!
+	wait_for "ns_exec $nsb ss -Hltn 'sport = :$p' | grep -q ." 20 || fail "ib_read_bw server did not listen"
+	ns_exec "$nsa" timeout 60 ib_read_bw -d "$da" -x "$ga" -F -p "$p" -s 65536 -u 17 -D "$1" "$ipb" \
+		>"$tmp/cli" 2>&1 || rc=$?
+	wait "$spid" || true
+	[[ $rc == 0 ]] || { cat "$tmp/cli"; fail "ib_read_bw exited with $rc"; }
+	awk '/#bytes/ { t = 1; next } t && $1 ~ /^[0-9]+$/ { print $2; exit }' "$tmp/cli"
+}
+# B's RP is set to drop to 40 Mbit/s on the first CNP and not to climb back
+# within the run (increase timer 1 s, byte counter 16 MiB), so the paced
+# rate is known: the READ's goodput must stay below it (5 MB/s, plus slack
+# for the pacer's 100 us burst and ACK-less MIDDLE packets' headers).
+check ip netns exec "$nsb" tc qdisc add dev "$vb" root netem loss 2% ecn
+set_knob "$db" rate_to_set_on_first_cnp 40
+set_knob "$db" rpg_time_reset 1000000
+set_knob "$db" rpg_byte_reset 16777216
+snap
+read_on=$(rbw 2)
+set_knob "$db" rate_to_set_on_first_cnp 0
+set_knob "$db" rpg_time_reset 300
+set_knob "$db" rpg_byte_reset 32767
+h=$(delta "$db" rp_cnp_handled) sent=$(delta "$da" np_cnp_sent)
+log "  READ: $da np_ecn_marked_roce_packets +$(delta "$da" np_ecn_marked_roce_packets), np_cnp_sent +$sent; $db rcvd_cnp +$(delta "$db" rcvd_cnp), rp_cnp_handled +$h, rp_cnp_ignored +$(delta "$db" rp_cnp_ignored)"
+((sent > 0)) || fail "READ: $da sent no CNPs for the marked READ responses"
+((h > 0)) || fail "READ: $db handled none of the $sent CNPs"
+set_knob "$db" rp_enable 0
+read_off=$(rbw 2)
+set_knob "$db" rp_enable 1
+check ip netns exec "$nsb" tc qdisc del dev "$vb" root
+log "READ responses under marks: $read_on READs of 64 KiB in 2 s paced ($h CNPs handled by $db), $read_off with rp_enable 0"
+((read_on > 0 && read_off > 0)) || fail "READ: a run completed no READ ($read_on, $read_off)"
+# 40 Mbit/s for 2 s: 153 READs of 64 KiB (perftest counts from its start).
+((read_on <= 200)) ||
+	fail "READ: $read_on READs in 2 s with the responder's rate at 40 Mbit/s or less: the responses were not paced"
+((read_on * 10 < read_off * 7)) ||
+	fail "READ: $read_on READs with DCQCN, $read_off without: the responses were not paced"
+log "ok: READ responses are paced: $read_on READs at 40 Mbit/s or less, $read_off unpaced"
 
 # --- the CNPs on the wire, as Wireshark sees them ---------------------------------------
 # Debian 12's Wireshark does not know opcode 0x81; tools/wireshark/roce_cnp.lua

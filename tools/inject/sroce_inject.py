@@ -1172,6 +1172,17 @@ class Session:
                   atleast={"duplicate_request": 4},
                   replies=[(rc, "ack", e - 1)] * 3)
         self.probe(rc, " (in sequence again)")
+        # A duplicate right after a READ: the newest PSN is the READ's, and
+        # rdma_rxe's requester completes a READ from an ACK that names its
+        # PSN, without the data. The duplicate is re-ACKed at its own PSN.
+        e = rc.psn
+        self.case("READ in sequence", [self.f4(tp(RC_READ_REQ, rc.qpn, e, reth(mr.buf, mr.rkey, 64)))],
+                  replies=[(rc, "read-only", e)])
+        rc.psn += 1
+        self.case("duplicate SEND after a READ: re-ACKed at its own PSN, not the READ's",
+                  [self.f4(self.send_only(rc, b"abcd", psn=e - 1))], atleast={"duplicate_request": 1},
+                  replies=[(rc, "ack", e - 1)])
+        self.probe(rc, " (after the READ)")
 
         # --- remote access violations: each NAKed, each kills its QP -----------------
         fatal = [

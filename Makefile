@@ -6,6 +6,9 @@
 #   make check     checkpatch --strict + sparse on kernel/, clang-format/-tidy on user/
 #   make demo      boot a guest, load sroce, create a device, show it working
 #   make install   module + provider into the system (DESTDIR-aware)
+#   make debug-kernel   build (once, cached outside the tree) the KASAN/lockdep guest kernel
+#   make test-debug     the debug-kernel lane: sroce.ko instrumented, memory/locking tests
+#   make test-debug-inject   prove the lane fails on an injected use-after-free
 #
 # KVER=<version> or KDIR=<build dir> select the target kernel (default: the
 # newest installed Debian stock kernel, which the VM harness also boots).
@@ -28,7 +31,8 @@ CHECKPATCH ?= $(firstword $(wildcard $(BUILD)/linux-source-6.1/scripts/checkpatc
 export KVER
 
 .PHONY: all deps deps-check kernel user test test-host test-vm check check-kernel \
-	check-user demo install clean proto-test fuzz verbs-tests bench kverbs-test
+	check-user demo install clean proto-test fuzz verbs-tests bench kverbs-test \
+	debug-kernel test-debug test-debug-inject
 
 all: kernel user verbs-tests kverbs-test
 
@@ -81,6 +85,19 @@ test-vm: all
 # One summary line at the end, over host and guest results together.
 test: all proto-test
 	@$(ROOT)/tools/test-all.sh
+
+# The debug-kernel lane (Documentation/debug-kernel.rst). The kernel is built
+# once per machine into ${SROCE_CACHE:-~/.cache/sroce}/debug-kernel/ (20-40 min
+# on 2 CPUs, niced); sroce.ko is rebuilt against it in build/debug/.
+debug-kernel: deps-check
+	$(ROOT)/tools/debug-kernel/build.sh
+
+test-debug: deps-check user verbs-tests
+	$(ROOT)/tools/debug-kernel/test.sh $(TESTS)
+
+# Passes only if the lane catches the bug in tools/debug-kernel/inject-*.patch.
+test-debug-inject: deps-check user verbs-tests
+	$(ROOT)/tools/debug-kernel/prove-inject.sh
 
 check: check-kernel check-user
 

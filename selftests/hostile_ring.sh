@@ -32,10 +32,13 @@
 # was still building a packet from: oops). HOSTILE_RING_SEED=N reproduces a
 # run's fuzz; HOSTILE_RING_RACE_SECONDS sets shadow_race's length (default
 # 10); HOSTILE_RING_GENTLE=1 leaves both out (for kernels without the fixes).
-# For slow (debug) kernels: HOSTILE_RING_ARGS="..." is appended to both ring
-# attack runs (e.g. --fuzz-rounds 4 --mutate-iters 10), HOSTILE_RING_LIMITS_ARGS
-# to the resource-limits run (e.g. --qps 50 --mrs 200 --no-max), and
-# HOSTILE_RING_TIMEOUT=S replaces each run's time limit (200 s; shadow race 120 s).
+# For slow (debug) kernels (SROCE_ names: tools/vm/run passes only SROCE_*
+# into the guest): SROCE_HOSTILE_RING_ARGS="..." is appended to both ring
+# attack runs (e.g. --fuzz-rounds 4 --mutate-iters 10),
+# SROCE_HOSTILE_RING_LIMITS_ARGS to the resource-limits run (e.g. --qps 50
+# --mrs 200 --no-max), SROCE_HOSTILE_RING_TIMEOUT=S replaces each run's time
+# limit (200 s; shadow race 120 s), and SROCE_HOSTILE_RING_RACE_SECONDS is
+# HOSTILE_RING_RACE_SECONDS.
 export SR_TAG=hr # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -131,17 +134,17 @@ hostile() { # DESCRIPTION TIMEOUT ARGS...
 
 bugs=()
 [[ "${HOSTILE_RING_GENTLE:-0}" != 1 ]] || bugs=(--gentle)
-read -ra ring_args <<<"${HOSTILE_RING_ARGS:-}"
-read -ra limits_args <<<"${HOSTILE_RING_LIMITS_ARGS:-}"
-limit=${HOSTILE_RING_TIMEOUT:-200}
+read -ra ring_args <<<"${SROCE_HOSTILE_RING_ARGS:-}"
+read -ra limits_args <<<"${SROCE_HOSTILE_RING_LIMITS_ARGS:-}"
+limit=${SROCE_HOSTILE_RING_TIMEOUT:-200}
 hostile "ring attacks, two devices" "$limit" --group ring --dev-a "$da" --dev-b "$db" --seed "$seed" "${bugs[@]}" \
 	"${ring_args[@]}"
 hostile "ring attacks, one device (loopback)" "$limit" --group ring --dev-a "$dl" --dev-b "$dl" --seed "$((seed + 1))" \
 	--fuzz-rounds 16 --mutate-iters 40 "${bugs[@]}" "${ring_args[@]}"
 hostile "resource limits" "$limit" --group limits --dev-a "$da" --dev-b "$db" "${limits_args[@]}"
 if [[ "${HOSTILE_RING_GENTLE:-0}" != 1 ]]; then
-	hostile "shadow race" "${HOSTILE_RING_TIMEOUT:-120}" --case shadow_race --dev-a "$da" --dev-b "$db" --seed "$seed" \
-		--race-seconds "${HOSTILE_RING_RACE_SECONDS:-10}"
+	hostile "shadow race" "${SROCE_HOSTILE_RING_TIMEOUT:-120}" --case shadow_race --dev-a "$da" --dev-b "$db" --seed "$seed" \
+		--race-seconds "${HOSTILE_RING_RACE_SECONDS:-${SROCE_HOSTILE_RING_RACE_SECONDS:-10}}"
 fi
 
 # Nothing left behind once the processes are gone.

@@ -26,6 +26,8 @@
 # SROCE_TEARDOWN_FULL=1 runs all 100 kills; SROCE_TEARDOWN_ROUNDS=N sets
 # part 1's rounds, SROCE_TEARDOWN_SIDED=N its one-sided kills,
 # SROCE_TEARDOWN_NETEM_ROUNDS=N part 2's kills per netem setting (10);
+# SROCE_TEARDOWN_CHECK_ARGS="..." is appended to the verified runs between
+# the parts (slow debug kernels: e.g. --ack-timeout 18 --max-size 64K);
 # SROCE_SLAB_CHECK=0 skips the SUnreclaim check (the debug-kernel lane: its
 # kmemleak checks precisely, and KASAN's quarantine holds freed objects);
 # SROCE_SEED=N reproduces the timing.
@@ -136,8 +138,9 @@ killed() {
 	wait "$1" 2>/dev/null || true
 }
 # integrity ARGS...: a verified rc_integrity run between the two devices.
+read -ra check_args <<<"${SROCE_TEARDOWN_CHECK_ARGS:-}"
 integrity() {
-	check timeout 300 "$bin" --dev-a "$da" --dev-b "$db" --seed $((seed + RANDOM)) --timeout 60 "$@"
+	check timeout 300 "$bin" --dev-a "$da" --dev-b "$db" --seed $((seed + RANDOM)) --timeout 60 "$@" "${check_args[@]}"
 }
 # leftovers: print the user objects (they have a PID; the RDMA core's own GSI
 # QP, CQs and PDs have none) on our devices.

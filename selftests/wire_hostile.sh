@@ -65,7 +65,9 @@
 #
 # SROCE_SEED=N replays a run (the injector's choices and the rc_integrity
 # seeds; QPNs, R_Keys and addresses come from the device and may differ);
-# SROCE_MUTATIONS=N sets the mutation count, SROCE_FLOOD=N the flood size.
+# SROCE_MUTATIONS=N sets the mutation count, SROCE_FLOOD=N the flood size,
+# SROCE_WH_TRAFFIC_ITERS=N the operations of each real-traffic run (6000;
+# fewer on slow debug kernels, so that runs of both families complete).
 export SR_TAG=wh # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -79,6 +81,7 @@ ipa=10.91.0.1 ipb=10.91.0.2 ip6a=fd91::1 ip6b=fd91::2
 seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 mutations=${SROCE_MUTATIONS:-100000}
 flood=${SROCE_FLOOD:-50000}
+traffic_iters=${SROCE_WH_TRAFFIC_ITERS:-6000}
 
 [[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
 sr_setup
@@ -175,7 +178,7 @@ traffic_start() {
 			fam=()
 			((i % 2 == 0)) || fam=(--ipv6)
 			echo "# run $i at t=${SECONDS}s: rc_integrity --seed $((base + i)) ${fam[*]}"
-			"$bin" --seed $((base + i)) --dev-a "$da" --dev-b "$db" "${fam[@]}" --iters 6000 \
+			"$bin" --seed $((base + i)) --dev-a "$da" --dev-b "$db" "${fam[@]}" --iters "$traffic_iters" \
 				--depth 8 --max-size 32K --use-event --timeout 60 &
 			echo $! >"$tmp/child.$tr_tag"
 			if ! wait $!; then

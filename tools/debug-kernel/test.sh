@@ -1,0 +1,153 @@
+#!/bin/bash
+# "make test-debug": the debug-kernel lane. Builds (once, cached) the debug
+# guest kernel, builds sroce.ko and the kernel-verbs test module against it
+# (KASAN/UBSAN-instrumented, in build/debug/; the stock build stays as it
+# is), boots it under tools/vm/run and runs tools/debug-kernel/guest.sh there:
+# the debug options read back from the running kernel, the selftests that
+# find memory and locking bugs with iteration counts scaled for a kernel
+# ~50x slower than stock, and a kmemleak scan. The provider is the normal
+# build (build/user), unchanged.
+#
+# usage: tools/debug-kernel/test.sh [--inject PATCH] [--out DIR] [TEST...]
+#   TEST            selftests to run (default: $DEFAULT_TESTS below; or DEBUG_TESTS="...")
+#   --inject PATCH  apply PATCH (-p1, relative to the repo) to the module's copy
+#                   before building it: to prove the lane catches a bug
+#                   (tools/debug-kernel/inject-*.patch); builds in build/debug-inject/
+#   --out DIR       the VM's result directory (default build/vm/runs/<stamp>)
+# Environment: SROCE_* knobs set here are defaults only (the caller's win);
+# DEBUG_VM_MEM (4G), DEBUG_VM_TIMEOUT (2400 s, the whole guest command).
+# Ends with "N passed, N failed, N skipped"; exit 0 iff nothing failed.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+cd "$ROOT"
+
+# The lane's tests: lifecycle (module load/unload, link add/delete, netdev
+# and namespace deletion), teardown under traffic (kill -9, rmmod, link,
+# netdev and namespace deletion, QPs destroyed with retransmit timers armed
+# under netem loss), hostile wire input (directed malformed packets, a
+# flood, mutations), hostile ring writers, and a short impairment run.
+DEFAULT_TESTS="sroce_load_unload sroce_link_cycle sroce_netdev_removal teardown_traffic wire_hostile hostile_ring rc_impair"
+
+die() { echo "test-debug: $*" >&2; exit 1; }
+say() { echo "test-debug: $*" >&2; }
+
+inject='' out=''
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--inject) inject=$(realpath "$2"); shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--) shift; break ;;
+	-*) die "unknown option $1 (see --help)" ;;
+	*) break ;;
+	esac
+done
+if [[ $# -gt 0 ]]; then
+	tests=("$@")
+else
+	read -ra tests <<<"${DEBUG_TESTS:-$DEFAULT_TESTS}"
+fi
+
+# --- the kernel (cached) ----------------------------------------------------------------
+t0=$SECONDS
+kdir=$("$HERE/build.sh") || die "the debug kernel did not build"
+release=$(cat "$kdir/release")
+say "debug kernel $release from $kdir ($((SECONDS - t0)) s)"
+
+# --- sroce.ko and the kverbs test module, instrumented ------------------------------------
+# Built from a copy of the sources (rsync keeps timestamps, so rebuilds are
+# incremental), never in kernel/ itself: the stock build's objects stay.
+t1=$SECONDS
+obj=$ROOT/build/debug
+[[ -z "$inject" ]] || obj=$ROOT/build/debug-inject
+mkdir -p "$obj/src"
+sync_src() { # SRC DST
+	rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' \
+		--exclude='.*.cmd' --exclude='*.a' --exclude='modules.order' --exclude='Module.symvers' \
+		--exclude='.tmp_versions' --exclude='/proto/test' "$1/" "$2/"
+}
+if [[ -n "$inject" ]]; then
+	# A fresh copy each time: the patch must apply to what is in the tree now.
+	rm -rf "$obj/src"
+	mkdir -p "$obj/src"
+fi
+sync_src "$ROOT/kernel" "$obj/src/kernel"
+sync_src "$ROOT/include" "$obj/src/include"
+sync_src "$ROOT/selftests/kverbs" "$obj/src/kverbs"
+if [[ -n "$inject" ]]; then
+	say "injecting a bug: $inject"
+	patch -p1 -d "$obj/src" --no-backup-if-mismatch <"$inject" || die "$inject does not apply"
+fi
+build_mod() { # DIR
+	make -s -C "$kdir/linux" M="$1" W=1 modules >"$obj/build-${1##*/}.log" 2>&1 || {
+		cat "$obj/build-${1##*/}.log" >&2
+		die "building ${1#"$ROOT"/} against the debug kernel failed"
+	}
+	grep -E 'warning:' "$obj/build-${1##*/}.log" >&2 || true
+}
+build_mod "$obj/src/kernel"
+build_mod "$obj/src/kverbs"
+ko=$obj/src/kernel/sroce.ko
+kvko=$obj/src/kverbs/sroce_kverbs_test.ko
+# Instrumented, or the lane would test nothing in sroce itself.
+undef=$(nm -u "$ko")
+grep -q __asan_report <<<"$undef" || die "$ko has no KASAN instrumentation"
+grep -q __ubsan_handle <<<"$undef" || die "$ko has no UBSAN instrumentation"
+say "sroce.ko for $release: $(grep -c '__asan_\|__ubsan_' <<<"$undef") sanitizer entry points referenced ($((SECONDS - t1)) s)"
+
+[[ -f "$ROOT/build/user/libsroce-rdmav34.so" ]] || die "the provider is not built (make)"
+
+# --- the guest --------------------------------------------------------------------------
+# Scaled-down iteration counts: the caller's environment wins.
+export SROCE_KO=$ko SROCE_KVERBS_KO=$kvko
+export SROCE_TIMEOUT_SCALE=${SROCE_TIMEOUT_SCALE:-2}
+export SROCE_SLAB_CHECK=${SROCE_SLAB_CHECK:-0}
+export SROCE_LOAD_CYCLES=${SROCE_LOAD_CYCLES:-2}
+export SROCE_LINK_CYCLES=${SROCE_LINK_CYCLES:-2}
+export SROCE_TEARDOWN_ROUNDS=${SROCE_TEARDOWN_ROUNDS:-2}
+export SROCE_TEARDOWN_SIDED=${SROCE_TEARDOWN_SIDED:-0}
+export SROCE_TEARDOWN_NETEM_ROUNDS=${SROCE_TEARDOWN_NETEM_ROUNDS:-2}
+export SROCE_TEARDOWN_CHECK_ARGS=${SROCE_TEARDOWN_CHECK_ARGS:---iters 40 --ack-timeout 18 --max-size 64K}
+export SROCE_WH_TRAFFIC_ITERS=${SROCE_WH_TRAFFIC_ITERS:-300}
+export SROCE_FLOOD=${SROCE_FLOOD:-1000}
+export SROCE_MUTATIONS=${SROCE_MUTATIONS:-1000}
+export SROCE_HOSTILE_RING_ARGS=${SROCE_HOSTILE_RING_ARGS:---fuzz-rounds 2 --mutate-iters 5}
+export SROCE_HOSTILE_RING_LIMITS_ARGS=${SROCE_HOSTILE_RING_LIMITS_ARGS:---qps 20 --mrs 100 --no-max}
+export SROCE_HOSTILE_RING_RACE_SECONDS=${SROCE_HOSTILE_RING_RACE_SECONDS:-3}
+export SROCE_HOSTILE_RING_TIMEOUT=${SROCE_HOSTILE_RING_TIMEOUT:-400}
+export SROCE_IMPAIR_ONLY=${SROCE_IMPAIR_ONLY:-loss-10 corrupt-1}
+
+say "tests: ${tests[*]}"
+for v in $(compgen -e | grep -E '^SROCE_' | sort); do
+	say "  $v=${!v}"
+done
+vm=("$ROOT/tools/vm/run" --kernel "$kdir/bzImage" --modules-dir "$kdir/modules/lib/modules/$release"
+	--mem "${DEBUG_VM_MEM:-4G}" --timeout "${DEBUG_VM_TIMEOUT:-2400}" --boot-timeout 300
+	# kasan_multi_shot: every KASAN report, not just the first;
+	# no_hash_pointers: real addresses in reports and in kmemleak's output;
+	# acpi=noirq: the ACPI interpreter, instrumented, needs more than its 30 s
+	# loop limit for each PCI device's _PRT (virtio uses MSI-X anyway).
+	--append "kasan_multi_shot no_hash_pointers acpi=noirq")
+[[ -z "$out" ]] || vm+=(--out "$out")
+t2=$SECONDS
+set +e
+"${vm[@]}" -- tools/debug-kernel/guest.sh "${tests[@]}" 2>&1 | tee "$obj/guest.log"
+rc=${PIPESTATUS[0]}
+set -e
+say "guest: $((SECONDS - t2)) s, exit $rc; whole lane $((SECONDS - t0)) s"
+
+# The last summary line is the guest's; a VM-level failure (splat outside a
+# test, timeout, crash) with no failed test in it still counts as one.
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$obj/guest.log" | tail -n1 || true)
+p=0 f=0 s=0
+if [[ -n "$line" ]]; then
+	read -r p _ f _ s _ <<<"${line//,/}"
+fi
+if [[ $rc != 0 && $f == 0 ]]; then
+	say "the VM run failed (exit $rc) although no test failed in it; counting one failure"
+	f=$((f + 1))
+fi
+echo "$p passed, $f failed, ${s:-0} skipped"
+[[ $rc == 0 && $f == 0 ]]

@@ -122,7 +122,7 @@ prepare_tree() {
 		(cd "$tree" && scripts/kconfig/merge_config.sh -m .config kernel/configs/kvm_guest.config "$FRAG")
 		make -C "$tree" olddefconfig
 	} >"$log" 2>&1 || { tail -n 30 "$log" >&2; die "configuration failed; see $log"; }
-	"$HERE/check-config" "$FRAG" "$tree/.config" ||
+	"$HERE/check-config" "$FRAG" "$tree/.config" >&2 ||
 		die "the kernel configuration lacks options ${FRAG##*/} asks for (unmet dependencies?)"
 	touch "$dir/configured"
 }

@@ -83,7 +83,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 [[ "${SROCE_DCQCN_INCAST:-0}" == 1 ]] ||
 	skip "opt-in (SROCE_DCQCN_INCAST=1): ~150 s, over CI's time budget for now"
 
-full=${SROCE_DCQCN_FULL:-0}
+full=${SROCE_DCQCN_FULL:-${SROCE_FULL:-0}}
 cap=${SROCE_DCQCN_RATE:-70}
 iv=${SROCE_DCQCN_INTERVAL:-0.5}
 conv_max=${SROCE_DCQCN_CONVERGE_MAX:-8}

@@ -327,6 +327,11 @@ _sr_read_dir() {
 
 # --- provider -------------------------------------------------------------------------
 
+# sr_more: true when the long variant of the tests is asked for
+# (SROCE_FULL=1): the extra sizes and modes a default run leaves out ("make
+# test" keeps to CI's time budget), and each test's own *_FULL knob.
+sr_more() { [[ "${SROCE_FULL:-0}" == 1 ]]; }
+
 # sr_have_provider: the built provider is there (then provider_env is in
 # effect for the rest of the test). SROCE_PROVIDER=/path/libsroce overrides
 # build/user/libsroce (the RDMAV_DRIVERS prefix of libsroce-rdmav34.so).

@@ -38,7 +38,7 @@ bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
 nsa=${SR_ID}a nsb=${SR_ID}b
 va=${SR_ID}va vb=${SR_ID}vb
 da=${SR_ID}0 db=${SR_ID}1
-full=${SROCE_IMPAIR_FULL:-0}
+full=${SROCE_IMPAIR_FULL:-${SROCE_FULL:-0}}
 # SROCE_IMPAIR_ONLY="TAG...": run only these cases of the matrix (with
 # SROCE_IMPAIR_FULL=1 for the full matrix's), then the vanishing peer.
 only=${SROCE_IMPAIR_ONLY:-}

@@ -35,7 +35,7 @@ va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
 da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
 size=${SROCE_BIGMSG_SIZE:-1G}
 size_veth=$size
-[[ -n "${SROCE_BIGMSG_SIZE:-}" || "${SROCE_BIGMSG_FULL:-0}" == 1 ]] || size_veth=256M
+[[ -n "${SROCE_BIGMSG_SIZE:-}" || "${SROCE_BIGMSG_FULL:-${SROCE_FULL:-0}}" == 1 ]] || size_veth=256M
 seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 
 [[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"

@@ -368,7 +368,7 @@ log "ok: active_mtu 1024 on $dev and $rxe"
 
 # The default (CI) run is a reduced set; SROCE_XU_FULL=1 runs every size,
 # the completion-event variants and more iterations (8-17 minutes here).
-full=${SROCE_XU_FULL:-0}
+full=${SROCE_XU_FULL:-${SROCE_FULL:-0}}
 n() { if ((full)); then echo "$1"; else echo "$2"; fi; }
 for dir in "sroce rxe" "rxe sroce"; do
 	read -r s c <<<"$dir"

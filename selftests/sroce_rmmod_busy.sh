@@ -69,14 +69,14 @@ watcher=$!
 defer_quiet kill "$watcher"
 wait_for "grep -q 'async event FD' $events" 10 || fail "ibv_asyncwatch did not start: $(cat "$events")"
 rc=0
-out=$(rmmod sroce 2>&1) || rc=$?
+rmmod_out=$(rmmod sroce 2>&1) || rc=$?
 if [[ $rc == 0 ]]; then
 	log "rmmod succeeded with the device open (disassociated)"
 	! sr_exists "${SR_ID}dib" || fail "device still there after a successful rmmod"
 	log "watcher output: $(cat "$events")"
 else
-	log "rmmod refused: $out"
-	[[ "$out" == *"in use"* ]] || fail "rmmod failed, but not with 'in use': $out"
+	log "rmmod refused: $rmmod_out"
+	[[ "$rmmod_out" == *"in use"* ]] || fail "rmmod failed, but not with 'in use': $rmmod_out"
 	[[ "$(cat /sys/module/sroce/initstate)" == live ]] || fail "module not live after the refused rmmod"
 	sr_expect_port "${SR_ID}dib" ACTIVE
 	sr_expect_sockets "$ns1" yes

@@ -45,7 +45,7 @@ va=${SR_ID}va vb=${SR_ID}vb
 da=${SR_ID}0 db=${SR_ID}1
 # 70 here, 10 one-sided and 20 under netem: 100 kill -9 in all with
 # SROCE_TEARDOWN_FULL=1; the default (CI) run does 40 + 4 + 20.
-full=${SROCE_TEARDOWN_FULL:-0}
+full=${SROCE_TEARDOWN_FULL:-${SROCE_FULL:-0}}
 if [[ $full == 1 ]]; then
 	rounds=${SROCE_TEARDOWN_ROUNDS:-70} sided=${SROCE_TEARDOWN_SIDED:-10}
 else

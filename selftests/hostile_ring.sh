@@ -37,8 +37,10 @@
 # attack runs (e.g. --fuzz-rounds 4 --mutate-iters 10),
 # SROCE_HOSTILE_RING_LIMITS_ARGS to the resource-limits run (e.g. --qps 50
 # --mrs 200 --no-max), SROCE_HOSTILE_RING_TIMEOUT=S replaces each run's time
-# limit (200 s; shadow race 120 s), and SROCE_HOSTILE_RING_RACE_SECONDS is
-# HOSTILE_RING_RACE_SECONDS.
+# limit (200 s; shadow race 120 s), SROCE_HOSTILE_RING_RACE_SECONDS is
+# HOSTILE_RING_RACE_SECONDS, and SROCE_HOSTILE_RING_CHECK_ARGS is appended to
+# the verified rc_integrity run after the attacks (e.g. --ack-timeout 18: a
+# starved debug guest can stall longer than 7 retries of 67 ms).
 export SR_TAG=hr # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -180,9 +182,10 @@ moved "$da" rcvd_fatal_nak || failed+=("$da counted no fatal NAK")
 moved "$dl" rem_access_nak_sent || failed+=("$dl (loopback) sent no remote access NAK")
 
 # The devices still carry verified traffic.
-log "+ $integrity --dev-a $da --dev-b $db --iters 50"
+read -ra check_args <<<"${SROCE_HOSTILE_RING_CHECK_ARGS:-}"
+log "+ $integrity --dev-a $da --dev-b $db --iters 50 ${check_args[*]}"
 rc=0
-timeout -k 10 120 "$integrity" --dev-a "$da" --dev-b "$db" --iters 50 || rc=$?
+timeout -k 10 120 "$integrity" --dev-a "$da" --dev-b "$db" --iters 50 "${check_args[@]}" || rc=$?
 [[ $rc == 0 ]] || failed+=("rc_integrity after the attacks (exit $rc)")
 
 # The kernel log: no splat (run.sh checks too), and what sroce said.

@@ -67,7 +67,9 @@
 # seeds; QPNs, R_Keys and addresses come from the device and may differ);
 # SROCE_MUTATIONS=N sets the mutation count, SROCE_FLOOD=N the flood size,
 # SROCE_WH_TRAFFIC_ITERS=N the operations of each real-traffic run (6000;
-# fewer on slow debug kernels, so that runs of both families complete).
+# fewer on slow debug kernels, so that runs of both families complete),
+# SROCE_WH_INTEGRITY_ARGS="..." is appended to every rc_integrity run (the
+# debug lane: --ack-timeout 18).
 export SR_TAG=wh # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -82,6 +84,7 @@ seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 mutations=${SROCE_MUTATIONS:-100000}
 flood=${SROCE_FLOOD:-50000}
 traffic_iters=${SROCE_WH_TRAFFIC_ITERS:-6000}
+read -ra ri_args <<<"${SROCE_WH_INTEGRITY_ARGS:-}"
 
 [[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
 sr_setup
@@ -179,7 +182,7 @@ traffic_start() {
 			((i % 2 == 0)) || fam=(--ipv6)
 			echo "# run $i at t=${SECONDS}s: rc_integrity --seed $((base + i)) ${fam[*]}"
 			"$bin" --seed $((base + i)) --dev-a "$da" --dev-b "$db" "${fam[@]}" --iters "$traffic_iters" \
-				--depth 8 --max-size 32K --use-event --timeout 60 &
+				--depth 8 --max-size 32K --use-event --timeout 60 "${ri_args[@]}" &
 			echo $! >"$tmp/child.$tr_tag"
 			if ! wait $!; then
 				echo "# run $i FAILED at t=${SECONDS}s; counters:"
@@ -241,8 +244,8 @@ traffic_stop
 
 # --- phase 5: the device still passes traffic, nothing is left over ---------------------------
 log "### [t=${SECONDS}s] after the hostile input"
-check "$bin" --seed $((seed + 7)) --dev-a "$da" --dev-b "$db" --iters 150 --max-size 64K --timeout 60
-check "$bin" --seed $((seed + 8)) --dev-a "$da" --dev-b "$db" --ipv6 --iters 100 --timeout 60
+check "$bin" --seed $((seed + 7)) --dev-a "$da" --dev-b "$db" --iters 150 --max-size 64K --timeout 60 "${ri_args[@]}"
+check "$bin" --seed $((seed + 8)) --dev-a "$da" --dev-b "$db" --ipv6 --iters 100 --timeout 60 "${ri_args[@]}"
 leftovers() { # user-space QPs, CQs, MRs and PDs still on our devices
 	local r
 	for r in qp cq mr pd; do

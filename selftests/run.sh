@@ -4,7 +4,8 @@
 # "N passed, N failed, N skipped" line. Exit 0 iff nothing failed.
 #
 # usage: selftests/run.sh [--force] [--list] [--timeout SECS] [TEST...]
-#   TEST      a test name, with or without .sh, or a glob ('sroce_*')
+#   TEST      a test name, with or without .sh, or a glob ('sroce_*'); the tests
+#             run in the order given (a glob's in directory order)
 #   --force   run outside a tools/vm/run guest (tests load modules and
 #             reconfigure the network: don't do this on a machine you care about)
 #   --timeout default per-test limit (300 s); a test file can set its own with
@@ -44,7 +45,8 @@ for f in "$here"/*.sh; do
 	tests+=("$name")
 done
 
-# Keep the order of the directory listing, take each test once.
+# In the order of the filters (a glob's matches in directory order), each
+# test once.
 if [[ ${#filters[@]} -gt 0 ]]; then
 	selected=()
 	for flt in "${filters[@]}"; do
@@ -57,12 +59,12 @@ if [[ ${#filters[@]} -gt 0 ]]; then
 		done
 		[[ $hit == 1 ]] || { echo "run.sh: no test matches '$flt'" >&2; exit 2; }
 	done
-	for name in "${tests[@]}"; do
-		for flt in "${filters[@]}"; do
-			flt=${flt##*/}
-			flt=${flt%.sh}
+	for flt in "${filters[@]}"; do
+		flt=${flt##*/}
+		flt=${flt%.sh}
+		for name in "${tests[@]}"; do
 			# shellcheck disable=SC2053
-			if [[ $name == $flt ]]; then selected+=("$name"); break; fi
+			[[ $name == $flt && " ${selected[*]} " != *" $name "* ]] && selected+=("$name")
 		done
 	done
 	tests=("${selected[@]}")

@@ -14,6 +14,7 @@
 #
 # SROCE_RC_BACKEND=rxe runs the same set over one rdma_rxe device in the
 # initial namespace (server and client on it): a check of this script.
+# SROCE_FULL=1 adds the 4 KiB sizes of the bandwidth and latency loops.
 SR_TAG=pt
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -232,7 +233,9 @@ pt_verify() {
 }
 
 log "=== bandwidth"
-for s in 64 4096 65536; do
+sizes=(64 65536)
+sr_more && sizes=(64 4096 65536)
+for s in "${sizes[@]}"; do
 	n=200
 	[[ $s != 65536 ]] || n=40
 	pt "send_bw-$s" bw ib_send_bw -s "$s" -n "$n"
@@ -256,7 +259,9 @@ pt write_bw-retx bw ib_write_bw -s 1048576 -n 10 -u 8
 pt read_bw-retx bw ib_read_bw -s 1048576 -n 10 -u 8
 
 log "=== latency"
-for s in 2 4096; do
+sizes=(2)
+sr_more && sizes=(2 4096)
+for s in "${sizes[@]}"; do
 	pt "send_lat-$s" lat ib_send_lat -s "$s" -n 100
 	pt "write_lat-$s" lat ib_write_lat -s "$s" -n 100
 	pt "read_lat-$s" lat ib_read_lat -s "$s" -n 100

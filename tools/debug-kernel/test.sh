@@ -139,10 +139,10 @@ vm=("$ROOT/tools/vm/run" --kernel "$kdir/bzImage" --modules-dir "$kdir/modules/l
 	--append "kasan_multi_shot no_hash_pointers acpi=noirq")
 [[ -z "$out" ]] || vm+=(--out "$out")
 # DEBUG_LANE_DEADLINE=EPOCH (CI's budget): the guest starts no test it
-# cannot finish by then, keeping 60 s for the boot and 120 s for the kmemleak
-# scans, the final checks and the power-off.
+# cannot finish by then, keeping 130 s for the boot (40 s), the kmemleak
+# scans (50-60 s), the final checks and the power-off.
 if [[ -n ${DEBUG_LANE_DEADLINE:-} ]]; then
-	export SROCE_LANE_BUDGET=$((DEBUG_LANE_DEADLINE - $(date +%s) - 180))
+	export SROCE_LANE_BUDGET=$((DEBUG_LANE_DEADLINE - $(date +%s) - 130))
 	say "CI deadline in $((DEBUG_LANE_DEADLINE - $(date +%s))) s: the guest's test budget is $SROCE_LANE_BUDGET s"
 	((SROCE_LANE_BUDGET > 0)) || SROCE_LANE_BUDGET=1
 fi

@@ -37,16 +37,6 @@
 #include "sroce_stats.h"
 #include "sroce_transport.h"
 
-/*
- * The pacer lets a QP that was idle or woken late catch up by this much:
- * 100 us, or 32 KiB at the current rate if that is longer, so that timer
- * latency does not cost rate (a TCG guest delivers timers milliseconds
- * late: with 100 us only, paced QPs reached ~15 % of their rate). A longer
- * gap is not credited.
- */
-#define SROCE_CC_BURST_NS	(100 * NSEC_PER_USEC)
-#define SROCE_CC_BURST_BYTES	32768
-
 static ktime_t sroce_cc_us(u32 us)
 {
 	return ns_to_ktime((u64)us * NSEC_PER_USEC);
@@ -371,17 +361,12 @@ bool sroce_cc_resp_wait_slow(struct sroce_qp *qp)
 static void sroce_cc_account(struct sroce_qp *qp, u32 wire_bytes)
 {
 	struct sroce_cc_qp *cc = &qp->cc;
-	u64 now, start, burst;
+	u64 now = ktime_get_ns();
 
-	now = ktime_get_ns();
 	spin_lock(&cc->lock);
-	burst = max_t(u64, SROCE_CC_BURST_NS,
-		      sroce_dcqcn_tx_ns(cc->rp.rc, SROCE_CC_BURST_BYTES));
-	start = cc->next_ns;
-	if ((s64)(now - burst - start) > 0)
-		start = now - burst;
-	WRITE_ONCE(cc->next_ns, start + sroce_dcqcn_tx_ns(cc->rp.rc,
-							  wire_bytes));
+	/* Catch-up credit: see sroce_dcqcn_pace_next() */
+	WRITE_ONCE(cc->next_ns, sroce_dcqcn_pace_next(cc->next_ns, now,
+						      cc->rp.rc, wire_bytes));
 	sroce_dcqcn_rp_sent(&cc->rp, sroce_cc_params(qp), wire_bytes);
 	WRITE_ONCE(cc->limited, cc->rp.limited);
 	spin_unlock(&cc->lock);

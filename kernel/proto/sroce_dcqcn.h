@@ -123,6 +123,30 @@ static inline u64 sroce_dcqcn_tx_ns(u32 kbps, u32 bytes)
 }
 
 /*
+ * The pacer's clock. A limited QP's packet of @wire_bytes goes out at
+ * @now_ns (not before @next_ns, when it was due); the next one is due its
+ * time at @kbps later. A QP that was idle, or woken late (a TCG guest
+ * delivers timers milliseconds late), catches up by at most
+ * SROCE_DCQCN_PACE_BURST_BYTES at @kbps, or SROCE_DCQCN_PACE_BURST_NS if
+ * that is longer, so that timer latency costs no rate; a longer gap is
+ * not credited. Returns the next packet's due time.
+ */
+#define SROCE_DCQCN_PACE_BURST_NS	100000u
+#define SROCE_DCQCN_PACE_BURST_BYTES	32768u
+
+static inline u64 sroce_dcqcn_pace_next(u64 next_ns, u64 now_ns, u32 kbps,
+					u32 wire_bytes)
+{
+	u64 burst = sroce_dcqcn_tx_ns(kbps, SROCE_DCQCN_PACE_BURST_BYTES);
+
+	if (burst < SROCE_DCQCN_PACE_BURST_NS)
+		burst = SROCE_DCQCN_PACE_BURST_NS;
+	if ((s64)(now_ns - burst - next_ns) > 0)
+		next_ns = now_ns - burst;
+	return next_ns + sroce_dcqcn_tx_ns(kbps, wire_bytes);
+}
+
+/*
  * Notification point: may a CNP go to this QP now? @last_ns is when the last
  * one went (0: never); min_time_between_cnps is in us.
  */

@@ -362,3 +362,32 @@ TEST(Dcqcn, PacingAndCnpSpacing)
 	p.min_time_between_cnps = 0;
 	EXPECT_TRUE(sroce_dcqcn_np_may_send(&p, 1000, 1000));
 }
+
+TEST(Dcqcn, PacerSpacesPacketsAndBoundsCatchUp)
+{
+	constexpr u32 k10M = 10000; // 10 Mbit/s: 4000 B take 3.2 ms
+	constexpr u64 kPkt = 3200 * kUs;
+	// Back to back on time: exactly one packet time apart.
+	u64 next = sroce_dcqcn_pace_next(0, 0, k10M, 4000);
+	EXPECT_EQ(next, kPkt);
+	EXPECT_EQ(sroce_dcqcn_pace_next(next, next, k10M, 4000), 2 * kPkt);
+	// Woken 5 ms late: the credit covers it, the schedule keeps its
+	// phase (32 KiB at 10 Mbit/s is 26.2 ms).
+	EXPECT_EQ(sroce_dcqcn_pace_next(next, next + 5000 * kUs, k10M, 4000),
+		  2 * kPkt);
+	// Idle for a second: at most 32 KiB of credit, so at most 8 more
+	// packets go before the pacer holds the QP again.
+	u64 now = 1000000 * kUs, due = 0;
+	int sent = 0;
+	next = kPkt;
+	while ((s64)(next - now) <= 0 && sent < 100) {
+		next = sroce_dcqcn_pace_next(next, now, k10M, 4000);
+		sent++;
+	}
+	EXPECT_EQ(sent, 9); // the one due now, and 8 x 4000 B <= 32768 B
+	due = now - sroce_dcqcn_tx_ns(k10M, SROCE_DCQCN_PACE_BURST_BYTES);
+	EXPECT_EQ(next, due + 9 * kPkt);
+	// A fast rate gets the 100 us floor: 32 KiB at 100 Gbit/s is 2.6 us.
+	next = sroce_dcqcn_pace_next(0, 10000000, 100000000, 1000);
+	EXPECT_EQ(next, 10000000 - SROCE_DCQCN_PACE_BURST_NS + 80);
+}

@@ -5,7 +5,7 @@
 # flow disappears, and sroce must clean up after it: no splat (the runner
 # fails the test on one), no leftover QP, CQ, MR or PD, the module unloads,
 # and unreclaimable slab returns to where it started (within noise).
-#  1. kill -9, ROUNDS times (70; 40 by default), of tools/verbs-tests/rc_integrity
+#  1. kill -9, ROUNDS times (70; 25 by default), of tools/verbs-tests/rc_integrity
 #     in the middle of random traffic in both directions (SEND, WRITE, READ
 #     and atomics in flight, ACK timers armed), and 10 (4) times of one side of
 #     ib_write_bw / ib_read_bw between two processes, the other side left to
@@ -25,7 +25,8 @@
 #
 # SROCE_TEARDOWN_FULL=1 runs all 100 kills; SROCE_TEARDOWN_ROUNDS=N sets
 # part 1's rounds, SROCE_TEARDOWN_SIDED=N its one-sided kills,
-# SROCE_TEARDOWN_NETEM_ROUNDS=N part 2's kills per netem setting (10);
+# SROCE_TEARDOWN_NETEM_ROUNDS=N part 2's kills per netem setting (10; 6
+# by default);
 # SROCE_TEARDOWN_CHECK_ARGS="..." is appended to the verified runs between
 # the parts (slow debug kernels: e.g. --ack-timeout 18 --max-size 64K);
 # SROCE_SLAB_CHECK=0 skips the SUnreclaim check (the debug-kernel lane: its
@@ -44,14 +45,15 @@ nsa=${SR_ID}a nsb=${SR_ID}b
 va=${SR_ID}va vb=${SR_ID}vb
 da=${SR_ID}0 db=${SR_ID}1
 # 70 here, 10 one-sided and 20 under netem: 100 kill -9 in all with
-# SROCE_TEARDOWN_FULL=1; the default (CI) run does 40 + 4 + 20.
+# SROCE_TEARDOWN_FULL=1; the default (CI) run does 25 + 4 + 12.
 full=${SROCE_TEARDOWN_FULL:-${SROCE_FULL:-0}}
 if [[ $full == 1 ]]; then
 	rounds=${SROCE_TEARDOWN_ROUNDS:-70} sided=${SROCE_TEARDOWN_SIDED:-10}
+	netem_rounds=${SROCE_TEARDOWN_NETEM_ROUNDS:-10}
 else
-	rounds=${SROCE_TEARDOWN_ROUNDS:-40} sided=${SROCE_TEARDOWN_SIDED:-4}
+	rounds=${SROCE_TEARDOWN_ROUNDS:-25} sided=${SROCE_TEARDOWN_SIDED:-4}
+	netem_rounds=${SROCE_TEARDOWN_NETEM_ROUNDS:-6}
 fi
-netem_rounds=${SROCE_TEARDOWN_NETEM_ROUNDS:-10}
 seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 RANDOM=$seed
 

@@ -5,25 +5,23 @@
 # and exits non-zero if anything failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
+# shellcheck source=tools/summary.sh
+source "$ROOT/tools/summary.sh"
 LOG=$ROOT/build/test-logs
 mkdir -p "$LOG"
 
 pass=0 fail=0 skip=0
 declare -a failed_parts=()
 
-# Reads the last "N passed, N failed[, N skipped]" line of a log.
+# Adds a log's last "N passed, N failed[, N skipped]" line to the totals.
 add_counts() { # part logfile rc
-	local part=$1 log=$2 rc=$3 line p f s
-	line=$(grep -E '^([A-Za-z-]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1 || true)
-	if [[ -z "$line" ]]; then
+	local part=$1 log=$2 rc=$3 p f s
+	if ! read -r p f s < <(summary_counts "$log" --prefixed); then
 		echo "test: $part printed no summary (exit $rc); counting it as one failure"
 		fail=$((fail + 1)); failed_parts+=("$part"); return
 	fi
-	p=$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+')
-	f=$(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+')
-	s=$(grep -oE '[0-9]+ skipped' <<<"$line" | grep -oE '[0-9]+' || echo 0)
-	pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + ${s:-0}))
+	pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
 	if [[ $rc -ne 0 && $f -eq 0 ]]; then
 		# e.g. a kernel splat after all tests passed: the run still failed.
 		echo "test: $part exited $rc although its tests passed; counting one failure"
@@ -77,6 +75,7 @@ add_counts harness "$LOG/harness.log" "${PIPESTATUS[0]}"
 
 echo "=== selftests in the guest ==="
 # 4 GiB: rc_large registers two 1 GiB buffers (it skips with less memory).
+# shellcheck disable=SC2086 # TESTS: a list of words
 tools/vm/run --timeout "${VM_TIMEOUT:-2400}" --mem "${VM_MEM:-4G}" -- selftests/run.sh ${TESTS:-} 2>&1 | tee "$LOG/selftests.log"
 add_counts selftests "$LOG/selftests.log" "${PIPESTATUS[0]}"
 

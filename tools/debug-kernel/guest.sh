@@ -21,6 +21,8 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
+# shellcheck source=tools/summary.sh
+source "$root/tools/summary.sh"
 ko=${SROCE_KO:-$root/kernel/sroce.ko}
 passed=0 failed=0 skipped=0
 
@@ -123,10 +125,8 @@ for t in "$@"; do
 	fi
 	"$root/selftests/run.sh" "$t" | tee /run/debug-lane-one.txt
 	cat /run/debug-lane-one.txt >>/run/debug-lane-selftests.txt
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' /run/debug-lane-one.txt | tail -n1)
-	if [[ -n "$line" ]]; then
-		read -r p _ f _ s _ <<<"${line//,/}"
-		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + ${s:-0}))
+	if read -r p f s < <(summary_counts /run/debug-lane-one.txt); then
+		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 	else
 		verdict "selftests $t" 1 "selftests/run.sh printed no summary"
 	fi

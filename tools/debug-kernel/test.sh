@@ -22,6 +22,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 cd "$ROOT"
+# shellcheck source=tools/summary.sh
+source "$ROOT/tools/summary.sh"
 
 # The lane's tests: lifecycle (module load/unload, link add/delete, netdev
 # and namespace deletion), teardown under traffic (kill -9, rmmod, link,
@@ -155,11 +157,8 @@ say "guest: $((SECONDS - t2)) s, exit $rc; whole lane $((SECONDS - t0)) s"
 
 # The last summary line is the guest's; a VM-level failure (splat outside a
 # test, timeout, crash) with no failed test in it still counts as one.
-line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$obj/guest.log" | tail -n1 || true)
 p=0 f=0 s=0
-if [[ -n "$line" ]]; then
-	read -r p _ f _ s _ <<<"${line//,/}"
-fi
+read -r p f s < <(summary_counts "$obj/guest.log") || true
 if [[ $rc != 0 && $f == 0 ]]; then
 	say "the VM run failed (exit $rc) although no test failed in it; counting one failure"
 	f=$((f + 1))

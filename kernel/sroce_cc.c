@@ -262,10 +262,11 @@ static bool sroce_cc_rp_qp(const struct sroce_qp *qp)
 	case IB_QPT_RC:
 	case IB_QPT_UC:
 	case IB_QPT_XRC_INI:
+	case IB_QPT_XRC_TGT:
 		/*
 		 * RTR too: a QP that only answers (perftest's servers stay in
-		 * RTR) sends READ responses, which the pacer also holds to the
-		 * QP's rate.
+		 * RTR; an XRC target QP has no requester at all) sends READ
+		 * responses, which the pacer also holds to the QP's rate.
 		 */
 		return state == IB_QPS_RTR || state == IB_QPS_RTS ||
 		       state == IB_QPS_SQD;
@@ -407,11 +408,12 @@ int sroce_cc_fill_res_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 	struct nlattr *table;
 	u32 cnps;
 
-	/* Only QPs with a requester that CNPs can slow down. */
+	/* Only QPs that CNPs can slow down (see sroce_cc_rp_qp()). */
 	switch (ibqp->qp_type) {
 	case IB_QPT_RC:
 	case IB_QPT_UC:
 	case IB_QPT_XRC_INI:
+	case IB_QPT_XRC_TGT:
 		break;
 	default:
 		return 0;

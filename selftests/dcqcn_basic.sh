@@ -16,6 +16,8 @@
 #    sends no more than T / 0.2 + 1 CNPs per QP;
 #  - np_enable 0: marks are counted, no CNP goes out; rp_enable 0: CNPs
 #    arrive and are counted as rp_cnp_ignored, the rate stays at line rate;
+#  - XRC: CNPs to XRC target QPs (for their ACKs) are handled, as those to
+#    the initiators are;
 #  - READ responses keep to the responder QP's rate: ib_read_bw under marks
 #    is clearly slower with the responder's RP on than with it off;
 #  - tshark dissects the CNPs as RoCE CNPs (opcode 0x81, BECN set), without
@@ -30,7 +32,7 @@ da=${SR_ID}0 db=${SR_ID}1
 ipa=10.93.0.1 ipb=10.93.0.2
 
 sr_setup
-require_cmd ib_write_bw ib_read_bw tc tshark dumpcap jq
+require_cmd ib_write_bw ib_read_bw ibv_xsrq_pingpong tc tshark dumpcap jq
 sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
 provider_env
 tmp=$(mktemp -d)
@@ -201,6 +203,28 @@ sent=$(delta "$db" np_cnp_sent)
 [[ $(delta "$da" rp_cnp_handled) == 0 ]] || fail "rp_enable 0: CNPs handled"
 log "ok: rp_enable 0: all $sent CNPs ignored"
 set_knob "$da" rp_enable 1
+
+# --- XRC target QPs are reaction points too ---------------------------------------------------
+# ibv_xsrq_pingpong with its server on A: A's egress carries the server's
+# SENDs (from its XRC initiator QPs) and its XRC target QPs' ACKs, 2 %
+# CE-marked. B's CNPs name both kinds of QP, and A handles them all (an XRC
+# target's READ responses keep to its rate), bar a few that arrive after
+# the QPs are gone. Without a reaction point on the targets, 16 % were
+# ignored in the guest (the ACKs that were marked).
+p=$((port++))
+snap
+ns_exec "$nsa" timeout 120 ibv_xsrq_pingpong -p "$p" -d "$da" -g "$ga" -n 3000 -m 1024 \
+	>"$tmp/xsrv" 2>&1 &
+spid=$!
+wait_for "ns_exec $nsa ss -Hltn 'sport = :$p' | grep -q ." 20 || fail "ibv_xsrq_pingpong server did not listen"
+ns_exec "$nsb" timeout 120 ibv_xsrq_pingpong -p "$p" -d "$db" -g "$gb" -n 3000 -m 1024 "$ipa" \
+	>"$tmp/xcli" 2>&1 || { cat "$tmp/xcli"; fail "ibv_xsrq_pingpong client failed"; }
+wait "$spid" || { cat "$tmp/xsrv"; fail "ibv_xsrq_pingpong server failed"; }
+sent=$(delta "$db" np_cnp_sent)
+h=$(delta "$da" rp_cnp_handled) ig=$(delta "$da" rp_cnp_ignored)
+((sent > 0)) || fail "XRC: $db sent no CNPs for $(delta "$db" np_ecn_marked_roce_packets) marks"
+((h + ig == sent && ig * 10 <= sent)) || fail "XRC: $da handled $h and ignored $ig of $sent CNPs"
+log "ok: XRC: $(delta "$db" np_ecn_marked_roce_packets) marked, $sent CNPs, $h handled, $ig for a QP already gone"
 
 # --- the limited QP, seen with rdma -dd res show qp ------------------------------------------
 # A long-lived QP under marks: rate below the line rate, alpha and target shown.

@@ -213,11 +213,11 @@ set_knob "$da" rp_enable 1
 # ignored in the guest (the ACKs that were marked).
 p=$((port++))
 snap
-ns_exec "$nsa" timeout 120 ibv_xsrq_pingpong -p "$p" -d "$da" -g "$ga" -n 3000 -m 1024 \
+ns_exec "$nsa" timeout 120 ibv_xsrq_pingpong -p "$p" -d "$da" -g "$ga" -n 1500 -m 1024 \
 	>"$tmp/xsrv" 2>&1 &
 spid=$!
 wait_for "ns_exec $nsa ss -Hltn 'sport = :$p' | grep -q ." 20 || fail "ibv_xsrq_pingpong server did not listen"
-ns_exec "$nsb" timeout 120 ibv_xsrq_pingpong -p "$p" -d "$db" -g "$gb" -n 3000 -m 1024 "$ipa" \
+ns_exec "$nsb" timeout 120 ibv_xsrq_pingpong -p "$p" -d "$db" -g "$gb" -n 1500 -m 1024 "$ipa" \
 	>"$tmp/xcli" 2>&1 || { cat "$tmp/xcli"; fail "ibv_xsrq_pingpong client failed"; }
 wait "$spid" || { cat "$tmp/xsrv"; fail "ibv_xsrq_pingpong server failed"; }
 sent=$(delta "$db" np_cnp_sent)

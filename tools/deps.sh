@@ -16,11 +16,11 @@ PKGS=(
 	qemu-system-x86 busybox-static cpio
 	# run and test
 	rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils iproute2
-	python3-pyverbs python3-scapy iperf3 tshark ethtool procps
+	python3-pyverbs python3-scapy iperf3 tshark ethtool procps jq
 	# NVMe over Fabrics (RDMA) tests
 	nvme-cli fio
 	# debug kernel lane
-	flex bison bc libelf-dev libssl-dev
+	flex bison bc libelf-dev libssl-dev rsync
 )
 
 missing=()

@@ -22,6 +22,12 @@
 #    is clearly slower with the responder's RP on than with it off;
 #  - tshark dissects the CNPs as RoCE CNPs (opcode 0x81, BECN set), without
 #    malformed-packet warnings; data packets carry ECT(0), CNPs cnp_dscp.
+# SROCE_DCQCN_SLOW=1 (the debug-kernel lane, a kernel ~50x slower than
+# stock): ACK timeout 2 s instead of 0.5 s; more of a short run's CNPs
+# reach the sender after its QP is gone, so only most (not 90 %) of them
+# must be handled; and the READ run with the responder's RP off is not
+# required to beat the paced one (an unpaced READ is no faster than 40
+# Mbit/s there). Every other check stands.
 export SR_TAG=dq # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -117,6 +123,21 @@ set_knob "$da" rpg_ai_rate 7
 set_knob "$da" rpg_ai_rate 5
 
 # --- traffic with CE marks ------------------------------------------------------------
+slow=${SROCE_DCQCN_SLOW:-0}
+ack=17
+[[ $slow == 1 ]] && ack=19
+# handled_most LABEL HANDLED IGNORED SENT: every CNP reached the RP, and it
+# handled (nearly) all: the few ignored are those that arrived after the
+# sender destroyed its QP (no such QP).
+handled_most() {
+	local h=$2 ig=$3 sent=$4
+	((h + ig == sent)) || fail "$1handled $h and ignored $ig, $sent CNPs were sent"
+	if [[ $slow == 1 ]]; then
+		((ig < h)) || fail "$1handled $h and ignored $ig of $sent CNPs (slow kernel: most must be handled)"
+	else
+		((ig * 10 <= sent)) || fail "$1handled $h and ignored $ig of $sent CNPs"
+	fi
+}
 names=(np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled rp_cnp_ignored rcvd_cnp
 	retransmitted_pkts retry_timeouts rcvd_seq_err out_of_seq_request duplicate_request
 	sent_pkts rcvd_pkts)
@@ -125,15 +146,16 @@ snap() { local d n; for d in "$da" "$db"; do for n in "${names[@]}"; do c0[$d.$n
 delta() { echo $(($(sr_hwc "$1" "$2") - c0[$1.$2])); }
 port=18515
 # bw SECONDS: ib_write_bw from A to B for about that long (64 KiB writes).
-# ACK timeout 0.5 s (-u 17): a TCG guest's receive backlog can hold an ACK
-# past perftest's default 67 ms, and this test counts retransmissions.
+# ACK timeout 0.5 s (-u 17; 2 s slow): a TCG guest's receive backlog can
+# hold an ACK past perftest's default 67 ms, and this test counts
+# retransmissions.
 bw() {
 	local p=$((port++)) spid rc=0
-	ns_exec "$nsb" timeout 60 ib_write_bw -d "$db" -x "$gb" -F -p "$p" -s 65536 -u 17 -D "$1" \
+	ns_exec "$nsb" timeout 60 ib_write_bw -d "$db" -x "$gb" -F -p "$p" -s 65536 -u "$ack" -D "$1" \
 		>"$tmp/srv" 2>&1 &
 	spid=$!
 	wait_for "ns_exec $nsb ss -Hltn 'sport = :$p' | grep -q ." 20 || fail "ib_write_bw server did not listen"
-	ns_exec "$nsa" timeout 60 ib_write_bw -d "$da" -x "$ga" -F -p "$p" -s 65536 -u 17 -D "$1" "$ipb" \
+	ns_exec "$nsa" timeout 60 ib_write_bw -d "$da" -x "$ga" -F -p "$p" -s 65536 -u "$ack" -D "$1" "$ipb" \
 		>"$tmp/cli" 2>&1 || rc=$?
 	wait "$spid" || true
 	[[ $rc == 0 ]] || { cat "$tmp/cli"; fail "ib_write_bw exited with $rc"; }
@@ -166,10 +188,8 @@ sent=$(delta "$db" np_cnp_sent)
 ((m > 0)) || fail "$db counted no CE-marked packets"
 ((sent > 0 && sent <= m)) || fail "$db sent $sent CNPs for $m marked packets"
 [[ $(delta "$da" rcvd_cnp) == "$sent" ]] || fail "$da received $(delta "$da" rcvd_cnp) CNPs, $db sent $sent"
-# Every CNP reaches the RP; the few that arrive after ib_write_bw destroyed
-# its QP are ignored (no such QP).
 h=$(delta "$da" rp_cnp_handled) ig=$(delta "$da" rp_cnp_ignored)
-((h + ig == sent && ig * 10 <= sent)) || fail "$da handled $h and ignored $ig of $sent CNPs"
+handled_most "$da " "$h" "$ig" "$sent"
 [[ $(delta "$da" retransmitted_pkts) == 0 ]] || { cat "$tmp/cli"; fail "$da retransmitted on a loss-free path"; }
 log "ok: $m marked, $sent CNPs sent, $h handled, $ig for a QP already gone"
 
@@ -223,15 +243,15 @@ wait "$spid" || { cat "$tmp/xsrv"; fail "ibv_xsrq_pingpong server failed"; }
 sent=$(delta "$db" np_cnp_sent)
 h=$(delta "$da" rp_cnp_handled) ig=$(delta "$da" rp_cnp_ignored)
 ((sent > 0)) || fail "XRC: $db sent no CNPs for $(delta "$db" np_ecn_marked_roce_packets) marks"
-((h + ig == sent && ig * 10 <= sent)) || fail "XRC: $da handled $h and ignored $ig of $sent CNPs"
+handled_most "XRC: $da " "$h" "$ig" "$sent"
 log "ok: XRC: $(delta "$db" np_ecn_marked_roce_packets) marked, $sent CNPs, $h handled, $ig for a QP already gone"
 
 # --- the limited QP, seen with rdma -dd res show qp ------------------------------------------
 # A long-lived QP under marks: rate below the line rate, alpha and target shown.
-ns_exec "$nsb" timeout 60 ib_write_bw -d "$db" -x "$gb" -F -p 18600 -s 65536 -u 17 -D 3 >/dev/null 2>&1 &
+ns_exec "$nsb" timeout 60 ib_write_bw -d "$db" -x "$gb" -F -p 18600 -s 65536 -u "$ack" -D 3 >/dev/null 2>&1 &
 spid=$!
 wait_for "ns_exec $nsb ss -Hltn 'sport = :18600' | grep -q ." 20 || fail "server did not listen"
-ns_exec "$nsa" timeout 60 ib_write_bw -d "$da" -x "$ga" -F -p 18600 -s 65536 -u 17 -D 3 "$ipb" \
+ns_exec "$nsa" timeout 60 ib_write_bw -d "$da" -x "$ga" -F -p 18600 -s 65536 -u "$ack" -D 3 "$ipb" \
 	>"$tmp/cli" 2>&1 &
 cpid=$!
 line=$(ip netns exec "$nsa" cat "/sys/class/net/$va/speed" 2>/dev/null || echo 10000)
@@ -262,11 +282,11 @@ log "ok: rdma -dd res show qp: $seen (line rate ${line} Mbit/s)"
 # READs completed (perftest's BW column rounds a paced run down to 0.00).
 rbw() {
 	local p=$((port++)) spid rc=0
-	ns_exec "$nsb" timeout 60 ib_read_bw -d "$db" -x "$gb" -F -p "$p" -s 65536 -u 17 -D "$1" \
+	ns_exec "$nsb" timeout 60 ib_read_bw -d "$db" -x "$gb" -F -p "$p" -s 65536 -u "$ack" -D "$1" \
 		>"$tmp/srv" 2>&1 &
 	spid=$!
 	wait_for "ns_exec $nsb ss -Hltn 'sport = :$p' | grep -q ." 20 || fail "ib_read_bw server did not listen"
-	ns_exec "$nsa" timeout 60 ib_read_bw -d "$da" -x "$ga" -F -p "$p" -s 65536 -u 17 -D "$1" "$ipb" \
+	ns_exec "$nsa" timeout 60 ib_read_bw -d "$da" -x "$ga" -F -p "$p" -s 65536 -u "$ack" -D "$1" "$ipb" \
 		>"$tmp/cli" 2>&1 || rc=$?
 	wait "$spid" || true
 	[[ $rc == 0 ]] || { cat "$tmp/cli"; fail "ib_read_bw exited with $rc"; }
@@ -298,8 +318,12 @@ log "READ responses under marks: $read_on READs of 64 KiB in 2 s paced ($h CNPs 
 # 40 Mbit/s for 2 s: 153 READs of 64 KiB (perftest counts from its start).
 ((read_on <= 200)) ||
 	fail "READ: $read_on READs in 2 s with the responder's rate at 40 Mbit/s or less: the responses were not paced"
-((read_on * 10 < read_off * 7)) ||
-	fail "READ: $read_on READs with DCQCN, $read_off without: the responses were not paced"
+if [[ $slow == 1 ]]; then
+	log "  (slow kernel: the unpaced run is not required to be faster)"
+else
+	((read_on * 10 < read_off * 7)) ||
+		fail "READ: $read_on READs with DCQCN, $read_off without: the responses were not paced"
+fi
 log "ok: READ responses are paced: $read_on READs at 40 Mbit/s or less, $read_off unpaced"
 
 # --- the CNPs on the wire, as Wireshark sees them ---------------------------------------

@@ -112,7 +112,8 @@ verdict debug-options "${#bad[@]}" "$(IFS=';'; echo "${bad[*]:-}")"
 # ones left are reported as skipped, and the kmemleak scans and the final
 # checks still run.
 declare -A took=([teardown_traffic]=210 [wire_hostile]=205 [hostile_ring]=130 [sroce_netdev_removal]=85
-	[sroce_link_cycle]=51 [sroce_load_unload]=38 [rc_impair]=75)
+	[sroce_link_cycle]=51 [sroce_load_unload]=38 [rc_impair]=75
+	[dcqcn_basic]=365)
 budget=${SROCE_LANE_BUDGET:-0}
 : >/run/debug-lane-selftests.txt
 for t in "$@"; do

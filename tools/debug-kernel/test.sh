@@ -29,10 +29,12 @@ source "$ROOT/tools/summary.sh"
 # and namespace deletion), teardown under traffic (kill -9, rmmod, link,
 # netdev and namespace deletion, QPs destroyed with retransmit timers armed
 # under netem loss), hostile wire input (directed malformed packets, a
-# flood, mutations), hostile ring writers, and a short impairment run.
+# flood, mutations), hostile ring writers, a short impairment run, and
+# DCQCN (CNPs, the rate timers and the pacer, XRC targets, paced READ
+# responses).
 # In this order: when CI's time budget stops the lane early, the tests that
 # find the most have run.
-DEFAULT_TESTS="teardown_traffic wire_hostile hostile_ring sroce_netdev_removal sroce_link_cycle sroce_load_unload rc_impair"
+DEFAULT_TESTS="teardown_traffic wire_hostile hostile_ring sroce_netdev_removal sroce_link_cycle sroce_load_unload rc_impair dcqcn_basic"
 
 die() { echo "test-debug: $*" >&2; exit 1; }
 say() { echo "test-debug: $*" >&2; }
@@ -127,6 +129,8 @@ export SROCE_HOSTILE_RING_TIMEOUT=${SROCE_HOSTILE_RING_TIMEOUT:-400}
 export SROCE_HOSTILE_RING_CHECK_ARGS=${SROCE_HOSTILE_RING_CHECK_ARGS:---ack-timeout 18}
 export SROCE_WH_INTEGRITY_ARGS=${SROCE_WH_INTEGRITY_ARGS:---ack-timeout 18}
 export SROCE_IMPAIR_ONLY=${SROCE_IMPAIR_ONLY:-loss-10}
+# dcqcn_basic: a 2 s ACK timeout, and the checks that need stock speed relaxed.
+export SROCE_DCQCN_SLOW=${SROCE_DCQCN_SLOW:-1}
 
 say "tests: ${tests[*]}"
 for v in $(compgen -e | grep -E '^SROCE_' | sort); do

@@ -20,7 +20,9 @@
 #                       is not in must fail with EINVAL and change nothing.
 #                       (Before the fix: the responder streams from READ
 #                       resources modify_qp freed - a use-after-free KASAN
-#                       shows; and the state-machine bypass is accepted.)
+#                       shows - and drops them, so READs in flight end in
+#                       RETRY_EXC_ERR and too few complete; the lies are
+#                       accepted.)
 #  3 xrc_srq_churn      XRC SENDs for 15 s naming XRC SRQs (some empty: RNR,
 #                       rnr_retry 7) that another thread creates and destroys
 #                       meanwhile, the QP pair replaced whenever it fails;
@@ -35,8 +37,12 @@
 #                       On 6.1 ib_umem_get pins a read-only MR with
 #                       FOLL_FORCE|FOLL_WRITE, so the MAP_SHARED registration
 #                       itself fails (EFAULT) and a MAP_PRIVATE one gets
-#                       copies: the hole shows on kernels >= 6.2. /tmp is a
-#                       tmpfs in the guest (drop_caches keeps its pages).
+#                       copies: the file's hole shows on kernels >= 6.2. On
+#                       6.1 the case still requires the rereg of the
+#                       MAP_PRIVATE MR to be refused (before the fix it was
+#                       accepted and the peer wrote into the process's
+#                       PROT_READ pages). /tmp is a tmpfs in the guest
+#                       (drop_caches keeps its pages).
 #  5 memcg_limit        in a cgroup with memory.max 64M: CQs (65535 CQEs),
 #                       QPs (8192 WRs each way) and SRQs (8192 WRs) until one
 #                       fails: the failure is ENOMEM near memory.max, the

@@ -91,7 +91,8 @@ struct sroce_wqe_st {
 	u32 last_psn;
 	u32 resid;		/* READ: bytes still to arrive */
 	u8 state;
-	u8 started;		/* first packet sent: first_psn is valid */
+	u8 started;		/* first packet sent in this pass */
+	u8 psn_valid;		/* ever started: first/last_psn are its PSNs */
 	u8 status;		/* enum ib_wc_status when DONE */
 	u8 fenced;
 };
@@ -169,6 +170,8 @@ struct sroce_qp {
 		u32 psn;		/* oldest PSN not acknowledged */
 		u8 retry_cnt;
 		u8 rnr_retry;
+		u8 backoff;		/* ACK timeout doublings (sroce_gbn.h) */
+		u32 window;		/* PSNs the requester may have in flight */
 		bool rnr_wait;
 		bool sqd_notified;	/* IB_EVENT_SQ_DRAINED sent */
 		/* A READ re-requested at this PSN after a response gap. */

@@ -21,11 +21,10 @@
 #include "sroce_stats.h"
 #include "sroce_transport.h"
 #include "proto/sroce_aeth.h"
+#include "proto/sroce_gbn.h"
 #include "proto/sroce_psn.h"
 #include "proto/sroce_udp.h"
 
-/* PSNs in flight before the requester waits for ACKs. */
-#define SROCE_MAX_INFLIGHT_PSNS	512
 /* Ask for an ACK at least this often inside long messages. */
 #define SROCE_ACKREQ_EVERY	64
 /* Packets per requester run before yielding to the workqueue. */
@@ -331,7 +330,7 @@ static bool sroce_comp_retire(struct sroce_qp *qp)
 
 static void sroce_retrans_arm(struct sroce_qp *qp)
 {
-	u64 ns = sroce_ack_timeout_ns(qp->attr.timeout);
+	u64 ns = sroce_rto_ns(qp->attr.timeout, qp->comp.backoff);
 
 	if (!ns || test_bit(SROCE_QPF_DYING, &qp->flags))
 		return;
@@ -364,7 +363,7 @@ static void sroce_req_rewind(struct sroce_qp *qp)
 
 		if (st->state == SROCE_WQE_DONE)
 			continue;
-		if (idx == qp->req.cur && st->started) {
+		if (idx == qp->req.cur && st->psn_valid) {
 			s32 d = sroce_psn_diff(qp->comp.psn, st->first_psn);
 			u32 len = sroce_wqe_len(w);
 
@@ -647,8 +646,7 @@ static int sroce_req_one(struct sroce_qp *qp)
 	 * at its first PSN) and req.psn.
 	 */
 	if (!uc && !(w->opcode == SROCE_WR_RDMA_READ && qp->req.offset) &&
-	    sroce_psn_diff(qp->req.psn, qp->comp.psn) >=
-	    SROCE_MAX_INFLIGHT_PSNS) {
+	    sroce_psn_diff(qp->req.psn, qp->comp.psn) >= (s32)qp->comp.window) {
 		spin_unlock_bh(&qp->sq_lock);
 		return 0;
 	}
@@ -714,17 +712,19 @@ static int sroce_req_one(struct sroce_qp *qp)
 	 * out, and one left unacknowledged while the requester waits for
 	 * its turn would run into the ACK timeout.
 	 */
-	pkt->bth.ack_req = !uc &&
-			   (last || READ_ONCE(qp->cc.limited) ||
-			    !((sroce_psn_diff(qp->req.psn, st->first_psn) + 1) %
-			      SROCE_ACKREQ_EVERY));
-	pkt->payload_len = plen;
 	if (first) {
 		st->started = 1;
+		st->psn_valid = 1;
 		st->first_psn = qp->req.psn;
 		st->last_psn = sroce_psn_add(qp->req.psn, npsn - 1);
 		st->resid = len;
 	}
+	pkt->bth.ack_req = !uc &&
+			   (READ_ONCE(qp->cc.limited) ||
+			    sroce_gbn_ack_req(qp->req.psn, st->first_psn,
+					      qp->comp.psn, qp->comp.window,
+					      SROCE_ACKREQ_EVERY, last));
+	pkt->payload_len = plen;
 	switch (w->opcode) {
 	case SROCE_WR_RDMA_WRITE:
 	case SROCE_WR_RDMA_WRITE_WITH_IMM:
@@ -918,6 +918,19 @@ void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline)
 /* ---------------------------------------------------------------------- */
 /* completer                                                              */
 
+/*
+ * The peer acknowledged something new: the retry budgets are for failures
+ * in a row, the ACK timeout is the IBTA one again, and a window shrunk by a
+ * timeout opens up (sroce_gbn.h). sq_lock held.
+ */
+static void sroce_comp_progress(struct sroce_qp *qp)
+{
+	qp->comp.retry_cnt = qp->attr.retry_cnt;
+	qp->comp.rnr_retry = qp->attr.rnr_retry;
+	qp->comp.backoff = 0;
+	qp->comp.window = sroce_gbn_window_grow(qp->comp.window);
+}
+
 /* Complete SEND/WRITE WQEs wholly acknowledged by an ACK of @psn. */
 static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
 {
@@ -933,12 +946,12 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
 	    (!inclusive && next == qp->req.psn_hi))
 		return false;
 	/*
-	 * After a rewind, the responder may acknowledge PSNs sent before it
-	 * that the requester has not sent again yet. What is being resent
-	 * restarts from req.cur: complete only what lies before req.psn.
+	 * Everything before @next reached the peer, including what the
+	 * requester sent before a rewind and has not sent again yet: a WQE
+	 * completes once its last PSN is acknowledged, whichever pass sent it
+	 * (its PSNs never change), and the requester skips what is
+	 * acknowledged (below).
 	 */
-	if (sroce_psn_diff(next, qp->req.psn) > 0)
-		next = qp->req.psn;
 	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
 		struct sroce_wqe_st *st = sroce_wst(qp, idx);
 		struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
@@ -952,21 +965,26 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
 			 * ACK past one whose response never came: it was lost
 			 * (implied NAK). Its PSNs are known once it was sent.
 			 */
-			if ((st->state == SROCE_WQE_SENT || st->started) &&
+			if (st->psn_valid &&
 			    sroce_psn_diff(next, st->first_psn) > 0)
 				next = st->first_psn;
 			break;
 		}
-		if (st->state != SROCE_WQE_SENT ||
-		    sroce_psn_diff(st->last_psn, next) >= 0)
+		if (!st->psn_valid || sroce_psn_diff(st->last_psn, next) >= 0)
 			break;
 		st->state = SROCE_WQE_DONE;
 		st->status = IB_WC_SUCCESS;
 	}
 	if (sroce_psn_diff(next, qp->comp.psn) > 0) {
 		qp->comp.psn = next;
-		qp->comp.retry_cnt = qp->attr.retry_cnt;
-		qp->comp.rnr_retry = qp->attr.rnr_retry;
+		sroce_comp_progress(qp);
+		/*
+		 * Going back N after a timeout or NAK, and the peer had more
+		 * than the requester thought: resend from here, not the rest
+		 * of what it already has.
+		 */
+		if (sroce_psn_diff(next, qp->req.psn) > 0)
+			sroce_req_rewind(qp);
 	}
 	return true;
 }
@@ -1045,14 +1063,11 @@ static void sroce_comp_read_resp(struct sroce_qp *qp,
 		return;
 	}
 	st->resid -= pkt->payload_len;
-	/* Progress: the retry budget is for timeouts in a row. */
-	qp->comp.retry_cnt = qp->attr.retry_cnt;
+	sroce_comp_progress(qp);
 	if (!st->resid) {
 		st->state = SROCE_WQE_DONE;
 		st->status = IB_WC_SUCCESS;
 		qp->comp.psn = sroce_psn_add(st->last_psn, 1);
-		qp->comp.retry_cnt = qp->attr.retry_cnt;
-		qp->comp.rnr_retry = qp->attr.rnr_retry;
 	}
 	return;
 drop:
@@ -1084,8 +1099,7 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp,
 		return;
 	}
 	qp->comp.psn = sroce_psn_add(st->first_psn, 1);
-	qp->comp.retry_cnt = qp->attr.retry_cnt;
-	qp->comp.rnr_retry = qp->attr.rnr_retry;
+	sroce_comp_progress(qp);
 	return;
 drop:
 	sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
@@ -1118,12 +1132,8 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 		if (!sroce_comp_ack_upto(qp, psn, true)) {
 			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
 		} else {
-			/* What the ACK completes (see sroce_comp_ack_upto). */
-			u32 want = sroce_psn_add(psn, 1);
-
-			if (sroce_psn_diff(want, qp->req.psn) > 0)
-				want = qp->req.psn;
-			if (qp->comp.psn != want) {
+			/* Short of the ACK: a READ/atomic stopped it. */
+			if (qp->comp.psn != sroce_psn_add(psn, 1)) {
 				/* Implied NAK: a READ/atomic response lost. */
 				sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
 				*retry = true;
@@ -1291,8 +1301,22 @@ static void sroce_retrans_timeout(struct timer_list *t)
 		sroce_comp_fail_psn(qp, qp->comp.psn, IB_WC_RETRY_EXC_ERR);
 		fatal = true;
 	} else {
+		u8 backoff = sroce_rto_backoff_next(qp->comp.backoff,
+						    qp->attr.retry_cnt);
+
 		qp->comp.retry_cnt--;
 		qp->comp.rr_gap = false;
+		/*
+		 * The peer may just be slower than the timeout: wait longer
+		 * next time, and resend a little before the rest (sroce_gbn.h).
+		 */
+		if (backoff != qp->comp.backoff)
+			sroce_stat_inc(qp->sdev, SROCE_CNT_ADP_RETRANS);
+		qp->comp.backoff = backoff;
+		if (qp->comp.window > SROCE_GBN_RESTART_WINDOW) {
+			qp->comp.window = SROCE_GBN_RESTART_WINDOW;
+			sroce_stat_inc(qp->sdev, SROCE_CNT_SLOW_RESTART);
+		}
 		sroce_req_rewind(qp);
 	}
 	if (fatal)
@@ -1363,6 +1387,7 @@ void sroce_transport_init_qp(struct sroce_qp *qp)
 	skb_queue_head_init(&qp->resp.backlog);
 	timer_setup(&qp->comp.retrans_timer, sroce_retrans_timeout, 0);
 	timer_setup(&qp->comp.rnr_timer, sroce_rnr_timeout, 0);
+	qp->comp.window = SROCE_GBN_MAX_WINDOW;
 }
 
 /* Back to RESET: forget all transport state. Locks held by the caller. */
@@ -1375,6 +1400,8 @@ void sroce_transport_reset(struct sroce_qp *qp)
 	qp->comp.psn = 0;
 	qp->comp.rnr_wait = false;
 	qp->comp.rr_gap = false;
+	qp->comp.backoff = 0;
+	qp->comp.window = SROCE_GBN_MAX_WINDOW;
 	qp->sq.kidx = 0;
 	if (qp->sq.hdr) {
 		qp->sq.hdr->producer = 0;

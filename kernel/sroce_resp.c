@@ -701,6 +701,17 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 		return;
 	default:
 		/*
+		 * A requester that went back N resends a burst the responder
+		 * mostly has; answering each packet would double its work
+		 * just when it is behind. The burst's packets that ask for an
+		 * ACK (a message's last, every 64th, the one that fills the
+		 * requester's window) get one; the rest are dropped.
+		 */
+		if (!pkt->bth.ack_req) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_NO_ACK);
+			return;
+		}
+		/*
 		 * Re-acknowledge what has been received (C9-105): the newest
 		 * PSN, unless that is a READ's or an atomic's. rdma_rxe's
 		 * requester completes a READ whose PSN an ACK names as if its

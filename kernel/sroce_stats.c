@@ -48,6 +48,9 @@ static const struct rdma_stat_desc sroce_stat_desc[SROCE_CNT_MAX] = {
 	[SROCE_CNT_RX_OVERSIZE].name = "rcvd_oversize",
 	[SROCE_CNT_RESP_BACKLOG_DROP].name = "resp_backlog_drop",
 	[SROCE_CNT_DUP_READ_DROP].name = "dup_read_drop",
+	[SROCE_CNT_ADP_RETRANS].name = "roce_adp_retrans",
+	[SROCE_CNT_SLOW_RESTART].name = "roce_slow_restart",
+	[SROCE_CNT_DUP_NO_ACK].name = "duplicate_request_unacked",
 };
 
 void sroce_stat_add(struct sroce_dev *sdev, enum sroce_counter c, u64 n)

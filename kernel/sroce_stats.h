@@ -48,6 +48,9 @@ enum sroce_counter {
 	SROCE_CNT_RX_OVERSIZE,		/* longer than any RoCE packet */
 	SROCE_CNT_RESP_BACKLOG_DROP,	/* outside the window behind a READ */
 	SROCE_CNT_DUP_READ_DROP,	/* a READ restart that is no retry */
+	SROCE_CNT_ADP_RETRANS,		/* ACK timeout doubled (sroce_gbn.h) */
+	SROCE_CNT_SLOW_RESTART,		/* window shrunk after a timeout */
+	SROCE_CNT_DUP_NO_ACK,		/* duplicates not re-ACKed (no AckReq) */
 	SROCE_CNT_MAX
 };
 

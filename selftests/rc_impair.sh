@@ -70,7 +70,7 @@ check modprobe sch_netem
 
 names=(sent_pkts rcvd_pkts retransmitted_pkts retry_timeouts rcvd_seq_err seq_nak_sent
 	duplicate_request out_of_seq_request rcvd_icrc_err rcvd_malformed retry_exceeded_err
-	rcvd_fatal_nak rnr_nak_sent completer_drop implied_nak_seq_err)
+	rcvd_fatal_nak rnr_nak_sent completer_drop implied_nak_seq_err roce_adp_retrans)
 declare -A c0 c1
 snap() { # ARRAY: counters of both devices into ARRAY[dev.name]
 	local -n arr=$1
@@ -216,10 +216,11 @@ fi
 
 # --- a peer that vanishes ----------------------------------------------------------
 # netem loss 100%: the peer QP is fine but nothing reaches it. The requester
-# must give up with RETRY_EXC_ERR after retry_cnt retries, one ACK timeout
-# apart (rc_errors checks the time and the flushes), and the counters must
-# say exactly that: retry_cnt + 1 timeouts, one retry_exceeded_err, and each
-# packet in flight sent retry_cnt + 1 times.
+# must give up with RETRY_EXC_ERR after retry_cnt retries, the ACK timeout
+# doubling after each (rc_errors checks the time and the flushes), and the
+# counters must say exactly that: retry_cnt + 1 timeouts, three of them
+# doubling the next (roce_adp_retrans), one retry_exceeded_err, and each
+# packet in flight (one) sent retry_cnt + 1 times.
 errbin=${bin%/*}/rc_errors
 log "### blackhole: netem loss 100%, rc_errors --case retry_exceeded_blackhole"
 check tc -n "$nsa" qdisc replace dev "$va" root netem loss 100%
@@ -234,6 +235,8 @@ tx=$(dc "$da" sent_pkts) rt=$(dc "$da" retransmitted_pkts)
 log "blackhole: $da retry_timeouts +$to, retry_exceeded_err +$ex, sent_pkts +$tx, retransmitted_pkts +$rt"
 ((to == 4)) || bad "blackhole: retry_timeouts +$to, want 4 (retry_cnt 3, then the error)"
 ((ex == 1)) || bad "blackhole: retry_exceeded_err +$ex, want 1"
+ad=$(dc "$da" roce_adp_retrans)
+((ad == 3)) || bad "blackhole: roce_adp_retrans +$ad, want 3 (the ACK timeout doubled after each retry)"
 ((tx > 0 && tx % 4 == 0 && rt * 4 == tx * 3)) ||
 	bad "blackhole: sent_pkts +$tx and retransmitted_pkts +$rt: want every packet sent 4 times, 3 of them retransmissions"
 (($(dc "$db" rcvd_pkts) == 0)) || bad "blackhole: $db received $(dc "$db" rcvd_pkts) packets through netem loss 100%"

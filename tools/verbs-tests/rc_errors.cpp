@@ -533,9 +533,10 @@ void c_retry_exceeded_reset(Env &e) { retry_case(e, false); }
 
 // The peer is alive and in RTS, but the network between the devices drops
 // everything (the caller arranges that, e.g. netem loss 100%): the requester
-// sends, retries retry_cnt times one ACK timeout apart, and then completes
-// with RETRY_EXC_ERR - not sooner than (retry_cnt + 1) timeouts (less one
-// jiffy of timer rounding each), not much later.
+// sends, retries retry_cnt times, and then completes with RETRY_EXC_ERR. The
+// ACK timeout doubles after each expiry (adaptive retransmission, at most
+// 2^min(retry_cnt, 3)): so not sooner than T + 2T + 4T + 8T for retry_cnt 3
+// (less one jiffy of timer rounding each), not much later.
 void c_retry_exceeded_blackhole(Env &e)
 {
 	constexpr uint8_t kTimeout = 14, kRetry = 3; // 4.096 us * 2^14 = 67.1 ms
@@ -549,9 +550,10 @@ void c_retry_exceeded_blackhole(Env &e)
 	x.b_recvs = 0;
 	x.timeout = 30s;
 	x.bound = e.opt.retry_bound;
-	x.least = (kRetry + 1) * (t_ack - 0.010);
+	const double waits = 1 + 2 + 4 + 8; // in ACK timeouts, for kRetry 3
+	x.least = waits * t_ack - (kRetry + 1) * 0.010;
 	std::printf("    info: timeout %u (%.1f ms), retry_cnt %u: RETRY_EXC_ERR after about %.0f ms\n", kTimeout,
-		    t_ack * 1e3, kRetry, (kRetry + 1) * t_ack * 1e3);
+		    t_ack * 1e3, kRetry, waits * t_ack * 1e3);
 	run_error(e, *p, x, [&](ibv_sge &s) {
 		ibv_send_wr wr = mk(s, p->abuf.addr(), 64, p->amr->lkey, IBV_WR_RDMA_WRITE);
 		wr.wr.rdma.remote_addr = p->bbuf.addr();
@@ -590,7 +592,7 @@ const Case kCases[] = {
 	 c_retry_exceeded_reset},
 	{"retry_exceeded_blackhole",
 	 "peer in RTS but every packet lost (--case only: the caller drops them), timeout 14, "
-	 "retry_cnt 3: RETRY_EXC_ERR after 4 ACK timeouts",
+	 "retry_cnt 3: RETRY_EXC_ERR after 4 ACK timeouts (1 + 2 + 4 + 8 IBTA values)",
 	 c_retry_exceeded_blackhole, true},
 };
 

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Go-back-N pacing beyond the IBTA minimum: what a requester does after a
+ * timeout so that a peer slower than the QP's ACK timeout is not buried
+ * under retransmissions of what it already has.
+ *
+ * - Adaptive retransmission: each timeout at the same PSN doubles the next
+ *   wait, at most SROCE_RTO_MAX_BACKOFF times and never more often than the
+ *   QP's retry count (so the wait stays within the IBTA value, 4.096 us x
+ *   2^timeout, times 2^retry_cnt); any progress goes back to the IBTA value.
+ * - Slow restart: after a timeout the requester resends at most
+ *   SROCE_GBN_RESTART_WINDOW PSNs beyond the oldest unacknowledged one, and
+ *   the window doubles with each acknowledgement that makes progress, up to
+ *   SROCE_GBN_MAX_WINDOW. A sequence NAK (a loss, not a slow peer) keeps the
+ *   window as it is.
+ *
+ * mlx5 calls these adaptive retransmission and slow restart, and counts
+ * them as roce_adp_retrans and roce_slow_restart; so does sroce.
+ */
+#ifndef SROCE_GBN_H
+#define SROCE_GBN_H
+
+#include "sroce_aeth.h"
+
+/* PSNs in flight beyond the oldest unacknowledged one, at most. */
+#define SROCE_GBN_MAX_WINDOW		512
+/* ... and right after a timeout. */
+#define SROCE_GBN_RESTART_WINDOW	16
+/* Doublings of the ACK timeout, at most. */
+#define SROCE_RTO_MAX_BACKOFF		3
+
+/*
+ * The ACK timeout in ns after @backoff doublings, for the QP's timeout
+ * exponent @timeout (0: no timer, and 0 is returned).
+ */
+static inline u64 sroce_rto_ns(u8 timeout, u8 backoff)
+{
+	u64 ns = sroce_ack_timeout_ns(timeout);
+
+	if (backoff > SROCE_RTO_MAX_BACKOFF)
+		backoff = SROCE_RTO_MAX_BACKOFF;
+	return ns << backoff;
+}
+
+/*
+ * The backoff after one more timeout at the same PSN, for a QP whose retry
+ * count (as the user set it) is @retry_cnt.
+ */
+static inline u8 sroce_rto_backoff_next(u8 backoff, u8 retry_cnt)
+{
+	u8 max = retry_cnt < SROCE_RTO_MAX_BACKOFF ? retry_cnt :
+		 SROCE_RTO_MAX_BACKOFF;
+
+	return backoff < max ? backoff + 1 : max;
+}
+
+/* The window after an acknowledgement that made progress. */
+static inline u32 sroce_gbn_window_grow(u32 window)
+{
+	if (window < SROCE_GBN_RESTART_WINDOW)
+		return SROCE_GBN_RESTART_WINDOW;
+	return window >= SROCE_GBN_MAX_WINDOW / 2 ? SROCE_GBN_MAX_WINDOW :
+						   window * 2;
+}
+
+/*
+ * Must the packet of PSN @psn ask for an ACK? The last packet of a message
+ * does; so does every @every-th packet of a long one (counted from its
+ * first PSN @first), and the packet that fills the window (@oldest is the
+ * oldest unacknowledged PSN): the requester stops there, and the peer must
+ * answer it even if it is a duplicate (a responder ACKs duplicates only
+ * when asked to).
+ */
+static inline bool sroce_gbn_ack_req(u32 psn, u32 first, u32 oldest,
+				     u32 window, u32 every, bool last)
+{
+	u32 in_msg = ((psn - first) & 0xffffff) + 1;
+	u32 in_flight = ((psn - oldest) & 0xffffff) + 1;
+
+	return last || !(in_msg % every) || in_flight >= window;
+}
+
+#endif /* SROCE_GBN_H */

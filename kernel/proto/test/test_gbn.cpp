@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Go-back-N beyond the IBTA minimum (sroce_gbn.h): how long a requester
+// waits after each timeout, how far it may run ahead after one, and which
+// packets ask for an ACK.
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "sroce_gbn.h"
+}
+
+namespace {
+
+constexpr uint64_t kBase10 = 4096ull << 10; // IBTA value for timeout 10 (~4.2 ms)
+
+// The first wait is the IBTA value: 4.096 us x 2^timeout.
+TEST(GbnRto, NoBackoffIsTheIbtaValue)
+{
+	EXPECT_EQ(sroce_rto_ns(10, 0), kBase10);
+	EXPECT_EQ(sroce_rto_ns(14, 0), 4096ull << 14);
+}
+
+// Timeout 0 means no timer, whatever the backoff.
+TEST(GbnRto, TimeoutZeroStaysDisabled)
+{
+	for (uint8_t b = 0; b < 8; b++)
+		EXPECT_EQ(sroce_rto_ns(0, b), 0u);
+}
+
+// Each consecutive timeout doubles the wait, at most three times.
+TEST(GbnRto, DoublesPerConsecutiveTimeoutUpToEight)
+{
+	EXPECT_EQ(sroce_rto_ns(10, 1), 2 * kBase10);
+	EXPECT_EQ(sroce_rto_ns(10, 2), 4 * kBase10);
+	EXPECT_EQ(sroce_rto_ns(10, 3), 8 * kBase10);
+	EXPECT_EQ(sroce_rto_ns(10, 7), 8 * kBase10);
+}
+
+// A retry count of n allows at most n doublings: the wait never exceeds
+// the IBTA value x 2^retry_cnt the user asked for.
+TEST(GbnRto, BackoffNeverBeyondTheRetryCount)
+{
+	struct {
+		uint8_t retry_cnt, want_max;
+	} cases[] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {7, 3}};
+	for (auto c : cases) {
+		uint8_t b = 0;
+
+		for (int i = 0; i < 10; i++)
+			b = sroce_rto_backoff_next(b, c.retry_cnt);
+		EXPECT_EQ(b, c.want_max) << "retry_cnt " << int(c.retry_cnt);
+		EXPECT_LE(sroce_rto_ns(10, b), kBase10 << c.retry_cnt);
+	}
+}
+
+// The total time a dead peer takes to be declared dead (retry_cnt 7: eight
+// timeouts) grows from 8 to 47 IBTA values, not without bound.
+TEST(GbnRto, TimeToRetryExceeded)
+{
+	uint64_t total = 0;
+	uint8_t b = 0;
+
+	for (int i = 0; i < 8; i++) {
+		total += sroce_rto_ns(10, b);
+		b = sroce_rto_backoff_next(b, 7);
+	}
+	EXPECT_EQ(total, 47 * kBase10);
+}
+
+// After a timeout the window restarts small and doubles with each ACK that
+// makes progress, back to the full window.
+TEST(GbnWindow, GrowsBackToTheFullWindow)
+{
+	uint32_t w = SROCE_GBN_RESTART_WINDOW;
+	int acks = 0;
+
+	while (w < SROCE_GBN_MAX_WINDOW) {
+		uint32_t n = sroce_gbn_window_grow(w);
+
+		EXPECT_EQ(n, std::min<uint32_t>(2 * w, SROCE_GBN_MAX_WINDOW));
+		w = n;
+		acks++;
+	}
+	EXPECT_EQ(acks, 5);
+	EXPECT_EQ(sroce_gbn_window_grow(SROCE_GBN_MAX_WINDOW), uint32_t(SROCE_GBN_MAX_WINDOW));
+	EXPECT_EQ(sroce_gbn_window_grow(0), uint32_t(SROCE_GBN_RESTART_WINDOW));
+}
+
+// A message's last packet asks for an ACK.
+TEST(GbnAckReq, LastPacketOfAMessage)
+{
+	EXPECT_TRUE(sroce_gbn_ack_req(100, 100, 100, 512, 64, true));
+	EXPECT_FALSE(sroce_gbn_ack_req(100, 100, 100, 512, 64, false));
+}
+
+// Every 64th packet of a long message does, counted from its first PSN.
+TEST(GbnAckReq, EveryNthPacketOfALongMessage)
+{
+	for (uint32_t i = 0; i < 200; i++)
+		EXPECT_EQ(sroce_gbn_ack_req(1000 + i, 1000, 1000 + i, 512, 64, false),
+			  (i + 1) % 64 == 0)
+			<< i;
+}
+
+// The packet that fills the window does, so that a burst of duplicates the
+// peer already has still gets one answer.
+TEST(GbnAckReq, PacketThatFillsTheWindow)
+{
+	// oldest unacknowledged 500, window 16: PSN 515 is the 16th in flight
+	EXPECT_FALSE(sroce_gbn_ack_req(514, 400, 500, 16, 64, false));
+	EXPECT_TRUE(sroce_gbn_ack_req(515, 400, 500, 16, 64, false));
+}
+
+// PSNs wrap at 2^24.
+TEST(GbnAckReq, AcrossThePsnWrap)
+{
+	EXPECT_TRUE(sroce_gbn_ack_req(0x00003e, 0xffffff, 0xffffff, 512, 64, false));
+	EXPECT_TRUE(sroce_gbn_ack_req(0x00000e, 0xfffff0, 0xffffff, 16, 64, false));
+}
+
+} // namespace

@@ -1027,28 +1027,42 @@ static bool sroce_resp_busy_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 
 	/*
 	 * A retry of a READ before the point the stream has reached: the
-	 * requester missed a response. A retry of a later READ waits behind
-	 * the stream like any request (it may be the rest of the same rewind).
+	 * requester missed a response, answer it now. A retry of the READ
+	 * being streamed from a point the stream has not reached yet is
+	 * redundant (the stream is about to send it) and is dropped here:
+	 * once the stream is over it would look like a retry and start it
+	 * again. A retry of a later READ waits behind the stream like any
+	 * request (it may be the rest of the same rewind).
 	 */
 	if (d < 0 && pkt->info->kind == SROCE_KIND_READ_REQ &&
-	    qp->resp.stream &&
-	    sroce_psn_diff(pkt->bth.psn, qp->resp.stream->next_psn) < 0) {
+	    qp->resp.stream) {
 		r = sroce_resp_find_read(qp, pkt->bth.psn);
-		switch (r ? sroce_resp_read_retry(qp, r, pkt, &off) :
-			SROCE_RETRY_NONE) {
-		case SROCE_RETRY_OK:
+		if (r == qp->resp.stream &&
+		    sroce_psn_diff(pkt->bth.psn, r->next_psn) >= 0) {
+			sroce_stat_inc(sdev, SROCE_CNT_DUP_READ_DROP);
+			return false;
+		}
+		if (r && sroce_psn_diff(pkt->bth.psn,
+					qp->resp.stream->next_psn) < 0) {
+			if (sroce_resp_read_retry(qp, r, pkt, &off) !=
+			    SROCE_RETRY_OK) {
+				sroce_stat_inc(sdev, SROCE_CNT_DUP_READ_DROP);
+				return false;
+			}
 			sroce_resp_backlog_purge(qp);
 			qp->resp.stream = NULL;
 			qp->resp.busy = false;
 			return true;
-		case SROCE_RETRY_REFUSE:
-			sroce_stat_inc(sdev, SROCE_CNT_DUP_READ_DROP);
-			return false;
-		case SROCE_RETRY_NONE:
-			break;
 		}
 	}
+	/*
+	 * Anything else waits, within a window around the expected PSN: a
+	 * request further ahead than the backlog reaches cannot be in
+	 * sequence, and a duplicate further behind is at most re-ACKed (the
+	 * requester sends it again if it still needs the answer).
+	 */
 	if (test_bit(SROCE_QPF_DYING, &qp->flags) || d >= SROCE_RESP_BACKLOG ||
+	    d <= -SROCE_RESP_BACKLOG ||
 	    skb_queue_len(&qp->resp.backlog) >= SROCE_RESP_BACKLOG ||
 	    qp->resp.backlog_bytes + skb->truesize > SROCE_RESP_BACKLOG_BYTES)
 		goto drop;

@@ -42,6 +42,15 @@ Commands:
                with fresh probes of the victims.
   all          icrc-check (until --min-packets of each family), then
                directed, flood and mutate, in one process.
+  sec-wire     the security cases of selftests/sec_wire.sh (--cases; the
+               table and what each checks: tools/inject/sroce_secwire.py):
+               forged-source UDP from a local user, duplicate READ
+               amplification, oversize datagrams, a backlog flood behind a
+               streaming READ.
+  udp-forge    sec-wire's unprivileged sender: RoCEv2 requests with a
+               right ICRC from an ordinary UDP socket to a local address.
+  newlink-race rdma link add (netlink) racing with the deletion of its veth,
+               for --seconds in --ns: no hang, no device left behind.
 
 Exit status: 0 all checks passed, 1 a check failed, 2 usage error.
 """
@@ -1978,7 +1987,8 @@ def icrc_check(a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("selftest", "icrc-check", "directed", "flood", "mutate", "all"))
+    ap.add_argument("command", choices=("selftest", "icrc-check", "directed", "flood", "mutate", "all",
+                                        "sec-wire", "udp-forge", "newlink-race"))
     ap.add_argument("--ifname", help="sending veth end")
     ap.add_argument("--ns", help="network namespace of --ifname (ip netns name; default: this one)")
     ap.add_argument("--src-mac")
@@ -2004,7 +2014,41 @@ def main():
     ap.add_argument("--min-packets", type=int, default=100)
     ap.add_argument("--stop-file", help="icrc-check: stop once this file exists")
     ap.add_argument("--ready-file", help="icrc-check: created once the sniffer listens")
+    g = ap.add_argument_group("sec-wire (selftests/sec_wire.sh; tools/inject/sroce_secwire.py)")
+    g.add_argument("--cases", help="sec-wire: comma-separated cases (default: all)")
+    g.add_argument("--peer-ifname", help="sec-wire: the target's veth end (its MTU is raised)")
+    g.add_argument("--dup-read-kb", type=int, default=1024, help="sec-wire: the duplicated READ")
+    g.add_argument("--flood-read-mb", type=int, default=64, help="sec-wire: the READ under the flood")
+    g.add_argument("--backlog-flood", type=int, default=4000, help="sec-wire: requests in the flood")
+    g.add_argument("--mem-limit-kb", type=int, default=4096,
+                   help="sec-wire: slab growth allowed during the flood")
+    g.add_argument("--step-timeout", type=float, default=60, help="sec-wire: seconds per step")
+    g = ap.add_argument_group("udp-forge (sec-wire's unprivileged sender)")
+    g.add_argument("--transport", choices=("rc", "uc"), default="rc")
+    g.add_argument("--qpn", type=int)
+    g.add_argument("--psn", type=int)
+    g.add_argument("--rkey", type=int)
+    g.add_argument("--va", type=int)
+    g.add_argument("--ops", default="write@0", help="udp-forge: write@K,send@K,... (PSN offsets)")
+    g = ap.add_argument_group("newlink-race (sec-wire's rdma link add / netdev removal race)")
+    g.add_argument("--prefix", default="nlr", help="newlink-race: netdev and device name prefix")
+    g.add_argument("--hang-seconds", type=int, default=15)
+    g.add_argument("--orphan-ms", type=int, default=700,
+                   help="newlink-race: longest a device may outlive its netdev's unlisting")
     a = ap.parse_args()
+    if a.command in ("sec-wire", "udp-forge", "newlink-race"):
+        # sroce_secwire imports this file as sroce_inject: the same module.
+        sys.modules.setdefault("sroce_inject", sys.modules[__name__])
+        import sroce_secwire
+        if a.command == "udp-forge":
+            for k in ("dst_ip", "qpn", "psn", "rkey", "va"):
+                if getattr(a, k) is None:
+                    ap.error("--%s is required for udp-forge" % k.replace("_", "-"))
+            return sroce_secwire.udp_forge(a)
+        if a.command == "newlink-race":
+            if not a.ns:
+                ap.error("--ns is required for newlink-race")
+            return sroce_secwire.newlink_race(a)
     if a.command == "selftest":
         ok = selftest()
         return 4 if ok is None else 0 if ok else 1
@@ -2018,6 +2062,8 @@ def main():
         a.seed = random.SystemRandom().getrandbits(31)
     random.seed(a.seed)
     ok = True
+    if a.command == "sec-wire":
+        return sroce_secwire.run(a)
     if a.command == "all":
         # One process for every phase (python and scapy take seconds to
         # start in a TCG guest): first the ICRC of the real traffic, before

@@ -28,6 +28,14 @@
 
 struct sroce_net;
 
+/*
+ * Memory a verb allocates on behalf of its caller (rings, shadows, per-WQE
+ * state, MR page lists): charged to the caller's memory cgroup, and a
+ * charge over the limit fails the verb with ENOMEM rather than invoking the
+ * OOM killer.
+ */
+#define SROCE_GFP_USER	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
 struct sroce_dev {
 	struct ib_device ib_dev;	/* must be first: ib_alloc_device */
 	struct ib_device_attr attr;
@@ -50,7 +58,6 @@ struct sroce_dev {
 	/* Memory regions by key index (see sroce_mr.h). */
 	struct xarray mr_xa;
 	u32 mr_next;
-	atomic_t mr_key;
 
 	struct sroce_stats __percpu *stats;
 

@@ -98,7 +98,7 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		    struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibah->device);
-	gfp_t gfp = init->flags & RDMA_CREATE_AH_SLEEPABLE ? GFP_KERNEL :
+	gfp_t gfp = init->flags & RDMA_CREATE_AH_SLEEPABLE ? SROCE_GFP_USER :
 							    GFP_ATOMIC;
 	unsigned long flags;
 	struct sroce_create_ah_resp resp = {};

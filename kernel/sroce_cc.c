@@ -275,18 +275,17 @@ static bool sroce_cc_rp_qp(const struct sroce_qp *qp)
 	}
 }
 
-/* A CNP arrived (ICRC and P_Key checked). Softirq. */
-void sroce_cc_cnp_rcv(struct sroce_dev *sdev, const struct sroce_pkt *pkt)
+/*
+ * A CNP arrived for @qp (NULL: no such QP), ICRC, P_Key and source address
+ * checked. Softirq; the caller holds the QP reference.
+ */
+void sroce_cc_cnp_rcv(struct sroce_dev *sdev, struct sroce_qp *qp)
 {
 	const struct sroce_dcqcn_params *p = &sdev->cc;
 	struct sroce_cc_qp *cc;
-	struct sroce_qp *qp;
 	bool handled = false;
 
-	if (!READ_ONCE(p->rp_enable))
-		goto out;
-	qp = sroce_qp_get(sdev, pkt->bth.dqpn);
-	if (!qp)
+	if (!READ_ONCE(p->rp_enable) || !qp)
 		goto out;
 	cc = &qp->cc;
 	if (sroce_cc_rp_qp(qp)) {
@@ -303,7 +302,6 @@ void sroce_cc_cnp_rcv(struct sroce_dev *sdev, const struct sroce_pkt *pkt)
 		}
 		spin_unlock(&cc->lock);
 	}
-	sroce_qp_put(qp);
 out:
 	sroce_stat_inc(sdev, handled ? SROCE_CNT_RP_CNP_HANDLED :
 				       SROCE_CNT_RP_CNP_IGNORED);

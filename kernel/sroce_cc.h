@@ -46,7 +46,7 @@ void sroce_cc_qp_stop(struct sroce_qp *qp);
 
 /* Receive side: a CE-marked packet for @qp (NP), a CNP (RP). Softirq. */
 void sroce_cc_np_ce(struct sroce_qp *qp);
-void sroce_cc_cnp_rcv(struct sroce_dev *sdev, const struct sroce_pkt *pkt);
+void sroce_cc_cnp_rcv(struct sroce_dev *sdev, struct sroce_qp *qp);
 
 /* Requester, sq_lock held. */
 bool sroce_cc_pace_wait_slow(struct sroce_qp *qp);

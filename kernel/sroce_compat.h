@@ -41,4 +41,16 @@ static inline struct ib_udata *sroce_create_cq_udata(struct ib_udata *udata)
 }
 #endif
 
+/* vm_flags became read-only behind vm_flags_set() in 6.3. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+#include <linux/mm.h>
+static inline void sroce_vm_flags_set(struct vm_area_struct *vma,
+				      unsigned long flags)
+{
+	vma->vm_flags |= flags;
+}
+#else
+#define sroce_vm_flags_set	vm_flags_set
+#endif
+
 #endif /* SROCE_COMPAT_H */

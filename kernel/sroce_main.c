@@ -10,6 +10,7 @@
 #include <linux/module.h>
 #include <linux/if_arp.h>
 #include <linux/mutex.h>
+#include <linux/rtnetlink.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/ib_verbs.h>
 
@@ -67,12 +68,37 @@ static int sroce_newlink_locked(const char *ibdev_name,
 	return sroce_dev_add(ibdev_name, ndev);
 }
 
+/*
+ * The netdev may have started to unregister after the check above and
+ * before the new device was bound to it, so that sroce_netdev_event() did
+ * not find the device: its reference would then hold up the netdev's
+ * unregistration for ever. Under RTNL the notifier cannot run meanwhile.
+ */
+static void sroce_newlink_recheck(struct net_device *ndev)
+{
+	struct ib_device *ibdev;
+
+	rtnl_lock();
+	ibdev = ib_device_get_by_netdev(ndev,
+					(enum rdma_driver_id)SROCE_DRIVER_ID);
+	if (ibdev && ndev->reg_state != NETREG_REGISTERED) {
+		pr_info("sroce: %s went away while %s was being created; removing it\n",
+			ndev->name, dev_name(&ibdev->dev));
+		ib_unregister_device_queued(ibdev);
+	}
+	rtnl_unlock();
+	if (ibdev)
+		ib_device_put(ibdev);
+}
+
 static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 {
 	int err;
 
 	mutex_lock(&sroce_link_lock);
 	err = sroce_newlink_locked(ibdev_name, ndev);
+	if (!err)
+		sroce_newlink_recheck(ndev);
 	mutex_unlock(&sroce_link_lock);
 	return err;
 }

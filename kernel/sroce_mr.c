@@ -6,6 +6,7 @@
 #include <linux/highmem.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <rdma/ib_umem.h>
 
@@ -21,7 +22,11 @@
 				   IB_ACCESS_MW_BIND | \
 				   IB_ACCESS_RELAXED_ORDERING)
 
-/* Give @mr (an MR or a window's entry) a key: an index and a key byte. */
+/*
+ * Give @mr (an MR or a window's entry) a key: an index and a key byte. The
+ * byte is random, so a key cannot be guessed from the keys a process sees
+ * (indexes are handed out in order).
+ */
 int sroce_mr_add(struct sroce_dev *sdev, struct sroce_mr *mr)
 {
 	u32 index;
@@ -35,7 +40,7 @@ int sroce_mr_add(struct sroce_dev *sdev, struct sroce_mr *mr)
 			      XA_LIMIT(1, SROCE_MAX_MR), &sdev->mr_next, GFP_KERNEL);
 	if (err < 0)
 		return err == -EBUSY ? -ENOMEM : err;
-	key = (u8)atomic_inc_return(&sdev->mr_key);
+	key = get_random_u8();
 	mr->ibmr.lkey = index << 8 | key;
 	mr->ibmr.rkey = mr->ibmr.lkey;
 	/* Published by xa_alloc above; readers also check @valid. */
@@ -445,7 +450,7 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 
 	if (n > U32_MAX)
 		return -EINVAL;
-	mr->pages = kvmalloc_array(n, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvmalloc_array(n, sizeof(*mr->pages), SROCE_GFP_USER);
 	if (!mr->pages)
 		return -ENOMEM;
 	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &piter, 0) {
@@ -472,7 +477,7 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 	if ((start ^ iova) & ~PAGE_MASK)
 		return ERR_PTR(-EINVAL);
 
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), SROCE_GFP_USER);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 	mr->umem = ib_umem_get(pd->device, start, length, access);
@@ -510,9 +515,10 @@ err_free:
  * sroce_rereg_user_mr - ibv_rereg_mr()
  *
  * A new PD or new rights change the MR in place (the core switches
- * ibmr.pd; the data path reads @access once per check). A new translation
- * means other pages: a new MR with new keys, which the core swaps in for
- * this one and then deregisters this one. IBTA: not while windows are bound.
+ * ibmr.pd; the data path reads @access once per check). A new translation,
+ * or write rights on pages pinned read-only, means pinning again: a new MR
+ * with new keys, which the core swaps in for this one and then deregisters
+ * this one. IBTA: not while windows are bound.
  */
 struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
@@ -535,10 +541,23 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		spin_unlock_irqrestore(&mr->lock, irqf);
 		return ERR_PTR(-EBUSY);
 	}
-	if (!(flags & IB_MR_REREG_TRANS)) {
+	/*
+	 * New rights on the same pages, unless they add writing to pages that
+	 * were pinned for reading only (from 6.2 on ib_umem_get() pins a
+	 * read-only MR without FOLL_WRITE: page cache pages of a file the
+	 * process may not write). Those must be pinned again, for writing,
+	 * which fails where the process may not write.
+	 */
+	if (!(flags & IB_MR_REREG_TRANS) &&
+	    (mr->umem->writable || !ib_access_writable(access))) {
 		WRITE_ONCE(mr->access, access);
 		spin_unlock_irqrestore(&mr->lock, irqf);
 		return NULL;
+	}
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = mr->umem->address;
+		length = mr->umem->length;
+		iova = mr->iova;
 	}
 	/* No window may bind to the MR that is about to be replaced. */
 	mr->dead = true;

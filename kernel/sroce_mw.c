@@ -35,7 +35,7 @@ int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 
 	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
 		return -EINVAL;
-	ent = kzalloc(sizeof(*ent), GFP_KERNEL);
+	ent = kzalloc(sizeof(*ent), SROCE_GFP_USER);
 	if (!ent)
 		return -ENOMEM;
 	ent->type = SROCE_MR_MW;

@@ -90,6 +90,29 @@ static int sroce_qp_check_cap(struct ib_qp_init_attr *init,
 	return 0;
 }
 
+/* The send queue: the ring, its kernel shadow and per-WQE state. */
+static int sroce_qp_init_sq(struct sroce_qp *qp, struct ib_qp_init_attr *init)
+{
+	bool ud = init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI;
+	int err;
+
+	err = sroce_queue_init(&qp->sq, max_t(u32, init->cap.max_send_wr, 1),
+			       sroce_sq_slot_size(qp->max_send_sge,
+						  qp->max_inline));
+	if (err)
+		return err;
+	/* Charged to the creator like the ring; SROCE_QUEUE_MAX_BYTES bounds it. */
+	qp->sq_shadow = __vmalloc((size_t)qp->sq.num_slots << qp->sq.slot_shift,
+				  SROCE_GFP_USER);
+	qp->wst = kvcalloc(qp->sq.num_slots, sizeof(*qp->wst), SROCE_GFP_USER);
+	if (ud)
+		qp->ud_dest = kvcalloc(qp->sq.num_slots, sizeof(*qp->ud_dest),
+				       SROCE_GFP_USER);
+	if (!qp->sq_shadow || !qp->wst || (ud && !qp->ud_dest))
+		return -ENOMEM;
+	return 0;
+}
+
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
 {
@@ -114,6 +137,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->is_user = !!udata;
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->released);
+	mutex_init(&qp->modify_lock);
 	spin_lock_init(&qp->state_lock);
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->post_lock);
@@ -129,25 +153,22 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->mtu = 256;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	sroce_transport_init_qp(qp);
-	err = dst_cache_init(&qp->av.dst, GFP_KERNEL);
+	seqlock_init(&qp->av.lock);
+	err = dst_cache_init(&qp->av.dst, GFP_KERNEL_ACCOUNT);
 	if (err)
 		goto err_count;
 
-	err = sroce_queue_init(&qp->sq, max_t(u32, cap->max_send_wr, 1),
-			       sroce_sq_slot_size(qp->max_send_sge,
-						  qp->max_inline));
-	if (err)
-		goto err_sq;
-	qp->sq_shadow = vmalloc(qp->sq.num_slots << qp->sq.slot_shift);
-	qp->wst = kvcalloc(qp->sq.num_slots, sizeof(*qp->wst), GFP_KERNEL);
-	if (init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI)
-		qp->ud_dest = kvcalloc(qp->sq.num_slots, sizeof(*qp->ud_dest),
-				       GFP_KERNEL);
-	if (!qp->sq_shadow || !qp->wst ||
-	    ((init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI) &&
-	     !qp->ud_dest)) {
-		err = -ENOMEM;
-		goto err_sq;
+	if (init->qp_type == IB_QPT_XRC_TGT) {
+		/* It only responds: no send queue at all. */
+		cap->max_send_wr = 0;
+		cap->max_send_sge = 0;
+		cap->max_inline_data = 0;
+		qp->max_send_sge = 0;
+		qp->max_inline = 0;
+	} else {
+		err = sroce_qp_init_sq(qp, init);
+		if (err)
+			goto err_sq;
 	}
 	qp->srq = to_ssrq(init->srq);
 	if (qp->srq || !sroce_qp_has_rq(qp)) {
@@ -161,17 +182,11 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		qp->max_recv_sge = qp->srq ? qp->srq->max_sge :
 				   SROCE_MAX_SRQ_SGE;
 	}
-	if (init->qp_type == IB_QPT_XRC_TGT) {
-		/* It only responds. */
-		cap->max_send_wr = 0;
-		cap->max_send_sge = 0;
-		cap->max_inline_data = 0;
-	}
 	err = sroce_queue_init(&qp->rq, max_t(u32, cap->max_recv_wr, 1),
 			       sroce_rq_slot_size(qp->max_recv_sge));
 	if (err)
 		goto err_sq;
-	qp->resp.rwqe = kmalloc(sroce_queue_slot_size(&qp->rq), GFP_KERNEL);
+	qp->resp.rwqe = kmalloc(sroce_queue_slot_size(&qp->rq), SROCE_GFP_USER);
 	if (!qp->resp.rwqe) {
 		err = -ENOMEM;
 		goto err_rq;
@@ -182,9 +197,10 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	cap->max_recv_wr = sroce_qp_has_rq(qp) ? qp->rq.num_slots : 0;
 	cap->max_send_sge = qp->max_send_sge;
 	cap->max_recv_sge = sroce_qp_has_rq(qp) ? qp->max_recv_sge : 0;
-	cap->max_inline_data = sroce_queue_slot_size(&qp->sq) -
-			       SROCE_SEND_WQE_HDR_SIZE;
-	qp->max_inline = cap->max_inline_data;
+	if (sroce_qp_has_sq(qp))
+		qp->max_inline = sroce_queue_slot_size(&qp->sq) -
+				 SROCE_SEND_WQE_HDR_SIZE;
+	cap->max_inline_data = qp->max_inline;
 
 	if (udata) {
 		err = sroce_queue_map(&qp->sq, sroce_uctx(udata), &resp.sq_mi);
@@ -238,18 +254,26 @@ err_count:
 /* Resolve the AH attributes given at RTR into IP addresses and ports. */
 static int sroce_qp_set_av(struct sroce_qp *qp, struct rdma_ah_attr *ah)
 {
-	int err = sroce_path_from_ah_attr(&qp->av.p, ah);
+	struct sroce_path path;
+	int err = sroce_path_from_ah_attr(&path, ah);
 
-	if (!err)
-		dst_cache_reset(&qp->av.dst);
-	return err;
+	if (err)
+		return err;
+	/* Packets in flight (SQD->SQD) see the old path or the new one. */
+	write_seqlock_bh(&qp->av.lock);
+	qp->av.p = path;
+	dst_cache_reset(&qp->av.dst);
+	write_sequnlock_bh(&qp->av.lock);
+	return 0;
 }
 
 static void sroce_qp_set_sport(struct sroce_qp *qp)
 {
+	write_seqlock_bh(&qp->av.lock);
 	qp->av.sport = sroce_udp_sport_for_qp(qp->av.p.flow_label,
 					      qp->ibqp.qp_num,
 					      qp->attr.dest_qp_num);
+	write_sequnlock_bh(&qp->av.lock);
 }
 
 static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
@@ -312,28 +336,29 @@ static void sroce_qp_mark_error(struct sroce_qp *qp, bool err)
 {
 	u32 f = err ? SROCE_QUEUE_F_QP_ERR : 0;
 
-	WRITE_ONCE(qp->sq.hdr->flags, f);
+	if (qp->sq.hdr)
+		WRITE_ONCE(qp->sq.hdr->flags, f);
 	WRITE_ONCE(qp->rq.hdr->flags, f);
 	/* Pairs with the provider's fence between producer store and flag load. */
 	smp_mb();
 }
 
-int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		    struct ib_udata *udata)
+static int sroce_modify_qp_locked(struct sroce_qp *qp, struct ib_qp_attr *attr,
+				  int mask)
 {
-	struct sroce_qp *qp = to_sqp(ibqp);
 	enum ib_qp_state cur, next;
 	int err;
 
-	if (udata && udata->inlen)
-		return -EOPNOTSUPP;
-
-	spin_lock_bh(&qp->state_lock);
-	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	cur = READ_ONCE(qp->state);
+	/*
+	 * IB_QP_CUR_STATE is an assertion, not a fact: the transition is
+	 * checked against the state the QP is really in.
+	 */
+	if ((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != cur)
+		return -EINVAL;
 	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
-	spin_unlock_bh(&qp->state_lock);
 
-	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask))
+	if (!ib_modify_qp_is_ok(cur, next, qp->ibqp.qp_type, mask))
 		return -EINVAL;
 	err = sroce_qp_check_attr(qp, attr, mask);
 	if (err)
@@ -403,6 +428,15 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	if (mask & IB_QP_STATE) {
 		spin_lock_bh(&qp->state_lock);
+		/*
+		 * The data path moved the QP to the error state meanwhile: that
+		 * stands, only RESET (or ERR) leaves it.
+		 */
+		if (qp->state != cur && next != IB_QPS_RESET &&
+		    next != IB_QPS_ERR) {
+			spin_unlock_bh(&qp->state_lock);
+			return -EINVAL;
+		}
 		qp->state = next;
 		qp->attr.qp_state = next;
 		spin_unlock_bh(&qp->state_lock);
@@ -429,16 +463,34 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
+int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	int err;
+
+	if (udata && udata->inlen)
+		return -EOPNOTSUPP;
+	/* The core holds only a read lock on the QP: one modify at a time. */
+	mutex_lock(&qp->modify_lock);
+	err = sroce_modify_qp_locked(qp, attr, mask);
+	mutex_unlock(&qp->modify_lock);
+	return err;
+}
+
 int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init)
 {
 	struct sroce_qp *qp = to_sqp(ibqp);
 
+	/* modify_qp writes qp->attr under this mutex. */
+	mutex_lock(&qp->modify_lock);
 	spin_lock_bh(&qp->state_lock);
 	*attr = qp->attr;
 	attr->qp_state = qp->state;
 	attr->cur_qp_state = qp->state;
 	spin_unlock_bh(&qp->state_lock);
+	mutex_unlock(&qp->modify_lock);
 
 	attr->cap.max_send_wr = qp->sq.num_slots;
 	attr->cap.max_recv_wr = sroce_qp_has_rq(qp) ? qp->rq.num_slots : 0;
@@ -535,6 +587,8 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_transport_stop(qp);
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->released);
+	/* Nothing can queue behind a READ stream any more. */
+	skb_queue_purge(&qp->resp.backlog);
 
 	dst_cache_destroy(&qp->av.dst);
 	kfree(qp->resp.res);
@@ -544,6 +598,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	kvfree(qp->wst);
 	vfree(qp->sq_shadow);
 	sroce_queue_cleanup(&qp->sq);
+	mutex_destroy(&qp->modify_lock);
 	atomic_dec(&sdev->num_qp);
 	return 0;
 }
@@ -620,7 +675,8 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 		u8 *dst = (u8 *)w + SROCE_SEND_WQE_HDR_SIZE;
 
 		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline)
+			/* len <= max_inline here: no wrap-around. */
+			if (wr->sg_list[i].length > qp->max_inline - len)
 				return -EINVAL;
 			memcpy(dst + len,
 			       (void *)(uintptr_t)wr->sg_list[i].addr,
@@ -651,6 +707,16 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
+	/*
+	 * An XRC target has no send queue. It is also the one QP a process
+	 * owns that the core created without udata (is_user is false), and
+	 * ib_uverbs_post_send hands a process's WRs to it unchanged: they
+	 * must never reach the kernel-verbs path below.
+	 */
+	if (!sroce_qp_has_sq(qp)) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	/* A user QP's doorbell: the WQEs are already in the mapped ring. */
 	if (qp->is_user) {
 		if (wr)

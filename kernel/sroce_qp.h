@@ -25,7 +25,9 @@
 #ifndef SROCE_QP_H
 #define SROCE_QP_H
 
+#include <linux/mutex.h>
 #include <linux/refcount.h>
+#include <linux/seqlock.h>
 #include <linux/timer.h>
 #include <linux/workqueue.h>
 #include <net/dst_cache.h>
@@ -54,11 +56,17 @@ struct sroce_path {
 };
 
 /*
- * Resolved path to the peer: an RC QP's from the AH attributes at RTR; a
- * UD QP's is the destination of the last WQE it sent (the route cache
- * then serves every packet to the same destination).
+ * Resolved path to the peer: an RC QP's from the AH attributes at RTR (and
+ * again at SQD->SQD); a UD QP's is the destination of the last WQE it sent
+ * (the route cache then serves every packet to the same destination).
+ *
+ * @lock: the path and port change while packets are being sent and
+ * received (modify_qp, the UD requester): writers take it with BHs off,
+ * readers copy under its sequence count (sroce_av_read()). The route cache
+ * is per CPU and used with BHs off only.
  */
 struct sroce_av {
+	seqlock_t lock;
 	struct sroce_path p;
 	u16 sport;		/* UDP source port, host order */
 	struct dst_cache dst;	/* per-QP route cache */
@@ -94,11 +102,13 @@ struct sroce_rd_res {
 	u32 first_psn;
 	u32 last_psn;
 	u32 next_psn;		/* READ: next response PSN to send */
+	u32 resume_psn;		/* READ: where the newest (re)start began */
 	u64 va;
 	u32 rkey;
 	u32 len;
 	u32 sent;		/* READ: bytes sent */
 	struct ib_pd *pd;	/* READ: whose MRs (an XRC target's vary) */
+	u32 xsrqn;		/* READ at an XRC target: the SRQ giving @pd */
 	u64 atomic_orig;	/* atomic: the result to replay */
 };
 
@@ -116,6 +126,7 @@ struct sroce_qp {
 	unsigned long flags;
 	bool is_user;
 
+	struct mutex modify_lock;	/* modify_qp and query_qp, serialised */
 	spinlock_t state_lock;		/* state transitions */
 	enum ib_qp_state state;
 	struct ib_qp_attr attr;		/* last applied attributes */
@@ -202,6 +213,7 @@ struct sroce_qp {
 		bool busy;		/* stream or backlog pending */
 		int cpu;		/* where READ responses last went out */
 		struct sk_buff_head backlog;	/* requests behind it */
+		u32 backlog_bytes;		/* their truesize */
 	} resp;
 
 	struct sroce_cc_qp cc;		/* DCQCN, the pacer */
@@ -230,6 +242,16 @@ static inline bool sroce_qp_is_xrc(const struct sroce_qp *qp)
 	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
 }
 
+/*
+ * Has a send queue. An XRC target has none: the RDMA core creates it
+ * without udata on behalf of a process, so it must never reach the
+ * kernel-verbs post path, and there is nothing for it to post to.
+ */
+static inline bool sroce_qp_has_sq(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type != IB_QPT_XRC_TGT;
+}
+
 /* Has a receive queue of its own. */
 static inline bool sroce_qp_has_rq(const struct sroce_qp *qp)
 {
@@ -239,6 +261,35 @@ static inline bool sroce_qp_has_rq(const struct sroce_qp *qp)
 static inline struct sroce_wqe_st *sroce_wst(struct sroce_qp *qp, u32 idx)
 {
 	return &qp->wst[idx & (qp->sq.num_slots - 1)];
+}
+
+/**
+ * sroce_av_read - a consistent copy of a QP's path and UDP source port
+ * @av: the QP's address vector
+ * @p: filled with the path
+ * @sport: filled with the source port
+ *
+ * Any context. Return: the sequence count the copy was made under (see
+ * sroce_av_changed()).
+ */
+static inline unsigned int sroce_av_read(const struct sroce_av *av,
+					 struct sroce_path *p, u16 *sport)
+{
+	unsigned int seq;
+
+	do {
+		seq = read_seqbegin(&av->lock);
+		*p = av->p;
+		*sport = av->sport;
+	} while (read_seqretry(&av->lock, seq));
+	return seq;
+}
+
+/* The path changed since the copy sroce_av_read() returned @seq for. */
+static inline bool sroce_av_changed(const struct sroce_av *av,
+				    unsigned int seq)
+{
+	return read_seqretry(&av->lock, seq);
 }
 
 struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);

@@ -38,7 +38,8 @@ int sroce_queue_init(struct sroce_queue *q, u32 min_slots, u32 slot_size)
 	if (bytes > SROCE_QUEUE_MAX_BYTES)
 		return -ENOMEM;
 	q->size = PAGE_ALIGN(bytes);
-	q->hdr = vmalloc_user(q->size);
+	/* Charged to the caller's memory cgroup (see SROCE_GFP_USER). */
+	q->hdr = __vmalloc(q->size, SROCE_GFP_USER | __GFP_ZERO);
 	if (!q->hdr)
 		return -ENOMEM;
 	q->slots = (u8 *)q->hdr + SROCE_QUEUE_DATA_OFFSET;
@@ -48,9 +49,9 @@ int sroce_queue_init(struct sroce_queue *q, u32 min_slots, u32 slot_size)
 }
 
 /*
- * Pages mapped into a process hold their own references
- * (remap_vmalloc_range), so the ring memory can be freed while a mapping
- * still exists; the process just keeps a detached copy.
+ * Pages mapped into a process hold their own references (vm_insert_page),
+ * so the ring memory can be freed while a mapping still exists; the process
+ * just keeps a detached copy.
  */
 void sroce_queue_cleanup(struct sroce_queue *q)
 {
@@ -73,10 +74,11 @@ int sroce_queue_map(struct sroce_queue *q, struct ib_ucontext *uctx,
 	struct sroce_mmap_entry *e;
 	int err;
 
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = kzalloc(sizeof(*e), SROCE_GFP_USER);
 	if (!e)
 		return -ENOMEM;
 	e->addr = q->hdr;
+	e->size = q->size;
 	err = rdma_user_mmap_entry_insert(uctx, &e->rdma, q->size);
 	if (err) {
 		kfree(e);
@@ -93,7 +95,8 @@ int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *re;
 	struct sroce_mmap_entry *e;
-	int err;
+	unsigned long off;
+	int err = 0;
 
 	/* A private mapping would silently detach the process from the ring. */
 	if (!(vma->vm_flags & VM_SHARED))
@@ -102,7 +105,23 @@ int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	if (!re)
 		return -EINVAL;
 	e = container_of(re, struct sroce_mmap_entry, rdma);
-	err = remap_vmalloc_range(vma, e->addr, 0);
+	/* The core matched the length to the entry's; checked again anyway. */
+	if (vma->vm_end - vma->vm_start > e->size) {
+		err = -EINVAL;
+		goto out;
+	}
+	/*
+	 * The ring's own pages, one by one (remap_vmalloc_range() would do the
+	 * same, but only for vmalloc_user() memory, which is not accounted).
+	 */
+	for (off = 0; off < vma->vm_end - vma->vm_start; off += PAGE_SIZE) {
+		err = vm_insert_page(vma, vma->vm_start + off,
+				     vmalloc_to_page((u8 *)e->addr + off));
+		if (err)
+			goto out;
+	}
+	sroce_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+out:
 	rdma_user_mmap_entry_put(re);
 	return err;
 }

@@ -2,9 +2,9 @@
 /*
  * Rings shared with user space (SQ, RQ, SRQ, CQ) and their kernel twins.
  *
- * Memory is vmalloc_user()ed (header + slots) and mapped into the process
- * through an rdma_user_mmap_entry. Kernel consumers get the same layout,
- * unmapped, so there is one code path.
+ * Memory is vmalloc()ed (header + slots), charged to the creator's memory
+ * cgroup, and mapped into the process through an rdma_user_mmap_entry.
+ * Kernel consumers get the same layout, unmapped, so there is one code path.
  *
  * The shared header is writable by the process at any time, so the kernel
  * keeps a private copy of the index it owns (@kidx) and only ever *reads*
@@ -25,6 +25,7 @@
 struct sroce_mmap_entry {
 	struct rdma_user_mmap_entry rdma;
 	void *addr;
+	size_t size;
 };
 
 struct sroce_queue {

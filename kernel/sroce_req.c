@@ -472,12 +472,20 @@ static void sroce_req_local_error(struct sroce_qp *qp, u32 idx, int status)
 static void sroce_req_ud_route(struct sroce_qp *qp,
 			       const struct sroce_ud_dest *d)
 {
+	u16 sport = sroce_udp_sport_for_qp(d->path.flow_label,
+					   qp->ibqp.qp_num, d->dqpn);
+
+	/* The requester is this path's only writer: it may read it as is. */
+	if (!memcmp(&qp->av.p, &d->path, sizeof(d->path)) &&
+	    qp->av.sport == sport)
+		return;
+	write_seqlock_bh(&qp->av.lock);
 	if (memcmp(&qp->av.p, &d->path, sizeof(d->path))) {
 		qp->av.p = d->path;
 		dst_cache_reset(&qp->av.dst);
 	}
-	qp->av.sport = sroce_udp_sport_for_qp(d->path.flow_label,
-					      qp->ibqp.qp_num, d->dqpn);
+	qp->av.sport = sport;
+	write_sequnlock_bh(&qp->av.lock);
 }
 
 /*
@@ -890,7 +898,7 @@ static void sroce_req_work(struct work_struct *work)
  */
 void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline)
 {
-	if (test_bit(SROCE_QPF_DYING, &qp->flags))
+	if (test_bit(SROCE_QPF_DYING, &qp->flags) || !sroce_qp_has_sq(qp))
 		return;
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		sroce_qp_flush(qp);
@@ -1368,8 +1376,10 @@ void sroce_transport_reset(struct sroce_qp *qp)
 	qp->comp.rnr_wait = false;
 	qp->comp.rr_gap = false;
 	qp->sq.kidx = 0;
-	qp->sq.hdr->producer = 0;
-	qp->sq.hdr->consumer = 0;
+	if (qp->sq.hdr) {
+		qp->sq.hdr->producer = 0;
+		qp->sq.hdr->consumer = 0;
+	}
 	qp->rq.kidx = 0;
 	qp->rq.hdr->producer = 0;
 	qp->rq.hdr->consumer = 0;
@@ -1386,13 +1396,16 @@ void sroce_transport_stop(struct sroce_qp *qp)
 	spin_lock_bh(&qp->sq_lock);
 	set_bit(SROCE_QPF_DYING, &qp->flags);
 	spin_unlock_bh(&qp->sq_lock);
+	/* The responder checks it before it queues behind a READ stream. */
+	spin_lock_bh(&qp->resp_lock);
+	spin_unlock_bh(&qp->resp_lock);
 	sroce_cc_qp_stop(qp);
 	del_timer_sync(&qp->comp.retrans_timer);
 	del_timer_sync(&qp->comp.rnr_timer);
 	cancel_work_sync(&qp->req_work);
 	cancel_work_sync(&qp->resp_work);
 	spin_lock_bh(&qp->resp_lock);
-	__skb_queue_purge(&qp->resp.backlog);
+	sroce_resp_backlog_purge(qp);
 	spin_unlock_bh(&qp->resp_lock);
 	del_timer_sync(&qp->comp.retrans_timer);
 	del_timer_sync(&qp->comp.rnr_timer);

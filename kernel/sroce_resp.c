@@ -48,8 +48,13 @@ enum {
 	SROCE_STREAM_PACED,	/* the DCQCN pacer holds the next packet back */
 };
 
-/* Requests held back behind a streaming READ, per QP. */
+/*
+ * Requests held back behind a streaming READ, per QP: at most this many,
+ * of at most this much memory, and none further ahead of the expected PSN
+ * than the backlog could ever reach.
+ */
 #define SROCE_RESP_BACKLOG	4096
+#define SROCE_RESP_BACKLOG_BYTES	(8U << 20)
 
 enum sroce_res_kind {
 	SROCE_RES_FREE,
@@ -57,23 +62,54 @@ enum sroce_res_kind {
 	SROCE_RES_ATOMIC,
 };
 
+/**
+ * sroce_resp_set_res - resize the responder's READ/atomic resources
+ * @qp: the QP (modify_qp, serialised by its modify_lock)
+ * @n: max_dest_rd_atomic
+ *
+ * The newest resources move to the new array, and so does the READ being
+ * streamed if it is among them: the stream and the duplicate handling keep
+ * working across the change (SQD->SQD). A stream whose resource does not
+ * fit any more stops; the requester asks for it again and is refused.
+ */
 int sroce_resp_set_res(struct sroce_qp *qp, u32 n)
 {
-	struct sroce_rd_res *res = NULL, *old;
+	struct sroce_rd_res *res = NULL, *old, *stream = NULL;
+	u32 keep, i, first;
 
 	if (n) {
-		res = kcalloc(n, sizeof(*res), GFP_KERNEL);
+		res = kcalloc(n, sizeof(*res), SROCE_GFP_USER);
 		if (!res)
 			return -ENOMEM;
 	}
 	spin_lock_bh(&qp->resp_lock);
 	old = qp->resp.res;
+	keep = min(n, qp->resp.nres);
+	/* The oldest kept is keep slots behind the next one to use. */
+	first = qp->resp.nres ?
+		(qp->resp.res_head + qp->resp.nres - keep) % qp->resp.nres : 0;
+	for (i = 0; i < keep; i++) {
+		struct sroce_rd_res *r = &old[(first + i) % qp->resp.nres];
+
+		res[i] = *r;
+		if (qp->resp.stream == r)
+			stream = &res[i];
+	}
+	/* Never left pointing into the array freed below. */
+	qp->resp.stream = stream;
 	qp->resp.res = res;
 	qp->resp.nres = n;
-	qp->resp.res_head = 0;
+	qp->resp.res_head = n ? keep % n : 0;
 	spin_unlock_bh(&qp->resp_lock);
 	kfree(old);
 	return 0;
+}
+
+/* Drop the requests waiting behind a READ stream. resp_lock held. */
+void sroce_resp_backlog_purge(struct sroce_qp *qp)
+{
+	__skb_queue_purge(&qp->resp.backlog);
+	qp->resp.backlog_bytes = 0;
 }
 
 /* Locks held by the caller (modify_qp to RESET). */
@@ -91,7 +127,7 @@ void sroce_resp_reset(struct sroce_qp *qp)
 	qp->resp.res_head = 0;
 	qp->resp.stream = NULL;
 	qp->resp.busy = false;
-	__skb_queue_purge(&qp->resp.backlog);
+	sroce_resp_backlog_purge(qp);
 }
 
 static void sroce_resp_send_aeth(struct sroce_qp *qp, u8 opcode, u32 psn,
@@ -482,10 +518,12 @@ static enum sroce_resp_verdict sroce_resp_read(struct sroce_qp *qp,
 	res->last_psn = sroce_psn_add(pkt->bth.psn,
 				      sroce_msg_pkts(pkt->reth.len, qp->mtu) - 1);
 	res->next_psn = res->first_psn;
+	res->resume_psn = res->first_psn;
 	res->va = pkt->reth.va;
 	res->rkey = pkt->reth.rkey;
 	res->len = pkt->reth.len;
 	res->pd = sroce_resp_pd(qp);
+	res->xsrqn = qp->resp.xsrq ? qp->resp.xsrq->srqn : 0;
 	res->sent = 0;
 	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
 	sroce_resp_start_read(qp, res);
@@ -559,6 +597,35 @@ static bool sroce_resp_newest_is_rd(const struct sroce_qp *qp)
 	       r->last_psn == sroce_psn_sub(qp->resp.epsn, 1);
 }
 
+/*
+ * May a duplicate READ (re)start @r's responses at @psn? A requester asks
+ * again from its first missing response, which never moves backwards; while
+ * the responses are being streamed, only from a PSN the stream has already
+ * sent (one was lost), never from one it is about to send or has not reached.
+ * Anything else would let a peer make this QP send the same data again and
+ * again for one small packet each: refused and counted. resp_lock held.
+ */
+static bool sroce_resp_resume_ok(struct sroce_qp *qp,
+				 const struct sroce_rd_res *r, u32 psn)
+{
+	if (sroce_psn_diff(psn, r->resume_psn) < 0)
+		return false;
+	if (qp->resp.busy && qp->resp.stream == r &&
+	    sroce_psn_diff(psn, r->next_psn) >= 0)
+		return false;
+	return true;
+}
+
+/* Restart @r's responses at @psn, @off bytes into the READ. resp_lock held. */
+static void sroce_resp_resume(struct sroce_qp *qp, struct sroce_rd_res *r,
+			      u32 psn, u32 off)
+{
+	r->resume_psn = psn;
+	r->next_psn = psn;
+	r->sent = off;
+	sroce_resp_start_read(qp, r);
+}
+
 /* A request with a PSN before the expected one (IBTA C9-105/C9-106). */
 static void sroce_resp_duplicate(struct sroce_qp *qp,
 				 const struct sroce_pkt *pkt)
@@ -594,9 +661,12 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 				    pkt->reth.va != res->va + off ||
 				    pkt->reth.len != res->len - off)
 					return;
-				res->next_psn = pkt->bth.psn;
-				res->sent = off;
-				sroce_resp_start_read(qp, res);
+				if (!sroce_resp_resume_ok(qp, res, pkt->bth.psn)) {
+					sroce_stat_inc(qp->sdev,
+						       SROCE_CNT_DUP_READ_DROP);
+					return;
+				}
+				sroce_resp_resume(qp, res, pkt->bth.psn, off);
 				return;
 			}
 			if (res->first_psn != pkt->bth.psn)
@@ -607,11 +677,14 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 						     res->first_psn,
 						     sroce_aeth_ack(SROCE_CREDIT_INVALID),
 						     res->atomic_orig);
+			} else if (pkt->info->kind != SROCE_KIND_READ_REQ) {
+				/* An atomic naming a READ's PSN: not a retry. */
+				sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_READ_DROP);
+			} else if (!sroce_resp_resume_ok(qp, res, res->first_psn)) {
+				sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_READ_DROP);
 			} else {
 				/* Re-execute the whole READ. */
-				res->next_psn = res->first_psn;
-				res->sent = 0;
-				sroce_resp_start_read(qp, res);
+				sroce_resp_resume(qp, res, res->first_psn, 0);
 			}
 			return;
 		}
@@ -899,20 +972,60 @@ void sroce_resp_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		sroce_qp_error(qp);
 }
 
-/*
- * A duplicate READ for a PSN at or before the one the current stream is
- * sending: the requester lost a response and asks again from there
- * (go-back-N). resp_lock held.
- */
-static bool sroce_resp_rerequest(const struct sroce_qp *qp,
-				 const struct sroce_pkt *pkt)
+/* The READ resource whose request or responses use @psn, if any. */
+static struct sroce_rd_res *sroce_resp_find_read(struct sroce_qp *qp, u32 psn)
 {
-	const struct sroce_rd_res *r = qp->resp.stream;
+	u32 i;
 
-	return r && pkt->info->kind == SROCE_KIND_READ_REQ &&
-	       qp->ibqp.qp_type != IB_QPT_UC &&
-	       sroce_psn_diff(pkt->bth.psn, qp->resp.epsn) < 0 &&
-	       sroce_psn_diff(pkt->bth.psn, r->next_psn) <= 0;
+	for (i = 0; i < qp->resp.nres; i++) {
+		struct sroce_rd_res *r = &qp->resp.res[i];
+
+		if (r->kind == SROCE_RES_READ &&
+		    sroce_psn_diff(psn, r->first_psn) >= 0 &&
+		    sroce_psn_diff(psn, r->last_psn) <= 0)
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * A request arrived while a READ is being streamed. Returns true if it is
+ * to be executed now: a duplicate READ asking again for responses this QP
+ * has sent (the requester lost one and went back: what is still being
+ * streamed, and the requests waiting behind, are stale; it resends them
+ * all). Otherwise it waits in the backlog, or is dropped and counted if it
+ * cannot be a request of this connection's window or the backlog is full.
+ * resp_lock held.
+ */
+static bool sroce_resp_busy_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+				const struct sroce_pkt *pkt)
+{
+	s32 d = sroce_psn_diff(pkt->bth.psn, qp->resp.epsn);
+	struct sroce_rd_res *r;
+
+	if (d < 0 && pkt->info->kind == SROCE_KIND_READ_REQ &&
+	    qp->ibqp.qp_type != IB_QPT_UC) {
+		r = sroce_resp_find_read(qp, pkt->bth.psn);
+		if (r) {
+			if (!sroce_resp_resume_ok(qp, r, pkt->bth.psn)) {
+				sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_READ_DROP);
+				return false;
+			}
+			sroce_resp_backlog_purge(qp);
+			qp->resp.stream = NULL;
+			qp->resp.busy = false;
+			return true;
+		}
+	}
+	if (test_bit(SROCE_QPF_DYING, &qp->flags) || d >= SROCE_RESP_BACKLOG ||
+	    skb_queue_len(&qp->resp.backlog) >= SROCE_RESP_BACKLOG ||
+	    qp->resp.backlog_bytes + skb->truesize > SROCE_RESP_BACKLOG_BYTES) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RESP_BACKLOG_DROP);
+		return false;
+	}
+	__skb_queue_tail(&qp->resp.backlog, skb_get(skb));
+	qp->resp.backlog_bytes += skb->truesize;
+	return false;
 }
 
 /*
@@ -933,22 +1046,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		return;
 	}
 	spin_lock_bh(&qp->resp_lock);
-	if (qp->resp.busy && sroce_resp_rerequest(qp, pkt)) {
-		/*
-		 * The requester went back to a PSN this QP has already
-		 * answered: what is still being streamed after it, and the
-		 * requests waiting behind, are stale (the requester resends
-		 * them all). Drop them and answer the re-request now.
-		 */
-		__skb_queue_purge(&qp->resp.backlog);
-		qp->resp.stream = NULL;
-		qp->resp.busy = false;
-	}
-	if (qp->resp.busy) {
-		if (skb_queue_len(&qp->resp.backlog) < SROCE_RESP_BACKLOG)
-			__skb_queue_tail(&qp->resp.backlog, skb_get(skb));
-		else
-			sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
+	if (qp->resp.busy && !sroce_resp_busy_rcv(qp, skb, pkt)) {
 		spin_unlock_bh(&qp->resp_lock);
 		return;
 	}
@@ -967,8 +1065,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
  * cannot be allocated is simply not sent: the requester times out and
  * asks again (the duplicate READ restarts the stream).
  */
-static int sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
-			     u32 budget)
+static int __sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
+			       u32 budget)
 {
 	do {
 		struct sroce_txpkt tp = {};
@@ -1028,6 +1126,30 @@ static int sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
 	return r->sent >= r->len ? SROCE_STREAM_DONE : SROCE_STREAM_MORE;
 }
 
+static int sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
+			     u32 budget)
+{
+	struct sroce_srq *xsrq = NULL;
+	int ret;
+
+	/*
+	 * An XRC target reads with the PD of the SRQ the READ named, and only
+	 * while that SRQ exists: nothing else keeps the PD alive.
+	 */
+	if (r->xsrqn) {
+		xsrq = sroce_xsrq_get(qp->sdev, r->xsrqn);
+		if (!xsrq || xsrq->ibsrq.pd != r->pd) {
+			if (xsrq)
+				sroce_srq_put(xsrq);
+			return SROCE_STREAM_DONE;
+		}
+	}
+	ret = __sroce_resp_stream(qp, r, budget);
+	if (xsrq)
+		sroce_srq_put(xsrq);
+	return ret;
+}
+
 /*
  * Queue resp_work. A rate-limited QP's responses all leave from one CPU
  * (bound work on the CPU that sent the last ones), as its requester's do:
@@ -1081,7 +1203,7 @@ void sroce_resp_work(struct work_struct *work)
 		bool err = false;
 
 		if (!sroce_resp_state_ok(qp)) {
-			__skb_queue_purge(&qp->resp.backlog);
+			sroce_resp_backlog_purge(qp);
 			qp->resp.stream = NULL;
 			qp->resp.busy = false;
 			break;
@@ -1107,6 +1229,7 @@ void sroce_resp_work(struct work_struct *work)
 			qp->resp.busy = false;
 			break;
 		}
+		qp->resp.backlog_bytes -= skb->truesize;
 		/* Held since sroce_udp_encap_recv: data at the UDP header. */
 		if (sroce_pkt_parse(skb->data + sizeof(struct udphdr),
 				    skb->len - sizeof(struct udphdr), &pkt) ==
@@ -1151,6 +1274,6 @@ void sroce_resp_flush(struct sroce_qp *qp)
 	}
 	qp->resp.stream = NULL;
 	qp->resp.busy = false;
-	__skb_queue_purge(&qp->resp.backlog);
+	sroce_resp_backlog_purge(qp);
 	spin_unlock_bh(&qp->resp_lock);
 }

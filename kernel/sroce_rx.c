@@ -83,6 +83,25 @@ static bool sroce_rx_qp_accepts(const struct sroce_qp *qp,
 	}
 }
 
+/*
+ * Did @skb come from @qp's peer, to @qp's address? A connected QP takes
+ * packets from the path it was given at RTR only (as rdma_rxe does): the
+ * port is open to every local process and to the network, and QPNs and
+ * PSNs are no secret.
+ */
+static bool sroce_rx_from_peer(struct sroce_qp *qp, const struct sk_buff *skb)
+{
+	struct sroce_path p;
+	u16 sport;
+
+	sroce_av_read(&qp->av, &p, &sport);
+	if (ip_hdr(skb)->version == 4)
+		return !p.ipv6 && ip_hdr(skb)->saddr == p.daddr.v4 &&
+		       ip_hdr(skb)->daddr == p.saddr.v4;
+	return p.ipv6 && ipv6_addr_equal(&ipv6_hdr(skb)->saddr, &p.daddr.v6) &&
+	       ipv6_addr_equal(&ipv6_hdr(skb)->daddr, &p.saddr.v6);
+}
+
 /* The packet arrived with Congestion Experienced in its IP header. */
 static bool sroce_rx_ce(const struct sk_buff *skb)
 {
@@ -107,7 +126,16 @@ static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 		sroce_stat_inc(sdev, SROCE_CNT_NP_ECN_MARKED);
 	if (pkt->bth.opcode == SROCE_OP_CNP) {
 		sroce_stat_inc(sdev, SROCE_CNT_RX_CNP);
-		sroce_cc_cnp_rcv(sdev, pkt);
+		qp = sroce_qp_get(sdev, pkt->bth.dqpn);
+		/* A CNP slows its QP down: from that QP's peer only. */
+		if (qp && !sroce_qp_is_ud(qp) && !sroce_rx_from_peer(qp, skb)) {
+			sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_ADDR);
+			sroce_qp_put(qp);
+			return;
+		}
+		sroce_cc_cnp_rcv(sdev, qp);
+		if (qp)
+			sroce_qp_put(qp);
 		return;
 	}
 	if (pkt->bth.dqpn == SROCE_QPN_MASK) {
@@ -132,6 +160,10 @@ static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 	}
 	if (!sroce_rx_qp_accepts(qp, pkt)) {
 		sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_OPCODE);
+		goto out;
+	}
+	if (!sroce_rx_from_peer(qp, skb)) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_ADDR);
 		goto out;
 	}
 	/* Notification point: before the packet is acted on. */
@@ -165,9 +197,14 @@ int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 
 	/*
 	 * The hook is entered with skb->data at the UDP header and the skb
-	 * trimmed to the UDP length. One linear buffer lets the ICRC and the
-	 * header code work on plain memory.
+	 * trimmed to the UDP length. A datagram no RoCE packet can be is
+	 * dropped before any work is spent on it.
 	 */
+	if (skb->len > sizeof(struct udphdr) + SROCE_MAX_PKT_LEN) {
+		sroce_stat_inc(sdev, SROCE_CNT_RX_OVERSIZE);
+		goto drop_dev;
+	}
+	/* One linear buffer lets the ICRC and the header code work on plain memory. */
 	if (skb_linearize(skb))
 		goto drop_dev;
 	nh_off = skb_network_offset(skb);

@@ -272,8 +272,15 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	 * are not attached: they find the SRQ by number, per packet, so
 	 * unpublish it and wait for the ones using it now.
 	 */
-	if (srq->srqn)
+	if (srq->srqn) {
 		xa_erase(&to_sdev(ibsrq->device)->srq_xa, srq->srqn);
+		/*
+		 * A lookup that found it just before may not have taken its
+		 * reference yet (sroce_xsrq_get() under RCU): the core frees
+		 * the SRQ when this returns.
+		 */
+		synchronize_rcu();
+	}
 	sroce_srq_put(srq);
 	wait_for_completion(&srq->released);
 	sroce_queue_cleanup(&srq->q);

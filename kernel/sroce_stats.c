@@ -44,6 +44,10 @@ static const struct rdma_stat_desc sroce_stat_desc[SROCE_CNT_MAX] = {
 	[SROCE_CNT_NP_CNP_SENT].name = "np_cnp_sent",
 	[SROCE_CNT_RP_CNP_HANDLED].name = "rp_cnp_handled",
 	[SROCE_CNT_RP_CNP_IGNORED].name = "rp_cnp_ignored",
+	[SROCE_CNT_RX_BAD_ADDR].name = "rcvd_bad_addr",
+	[SROCE_CNT_RX_OVERSIZE].name = "rcvd_oversize",
+	[SROCE_CNT_RESP_BACKLOG_DROP].name = "resp_backlog_drop",
+	[SROCE_CNT_DUP_READ_DROP].name = "dup_read_drop",
 };
 
 void sroce_stat_add(struct sroce_dev *sdev, enum sroce_counter c, u64 n)

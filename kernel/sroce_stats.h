@@ -44,6 +44,10 @@ enum sroce_counter {
 	SROCE_CNT_NP_CNP_SENT,
 	SROCE_CNT_RP_CNP_HANDLED,	/* CNPs that reached a QP's RP */
 	SROCE_CNT_RP_CNP_IGNORED,	/* no such QP, not a sender, RP off */
+	SROCE_CNT_RX_BAD_ADDR,		/* connected QP: not from its peer */
+	SROCE_CNT_RX_OVERSIZE,		/* longer than any RoCE packet */
+	SROCE_CNT_RESP_BACKLOG_DROP,	/* outside the window behind a READ */
+	SROCE_CNT_DUP_READ_DROP,	/* a READ restart that is no retry */
 	SROCE_CNT_MAX
 };
 

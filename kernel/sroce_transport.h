@@ -53,6 +53,7 @@ void sroce_resp_flush(struct sroce_qp *qp);
 void sroce_resp_work(struct work_struct *work);
 void sroce_resp_queue(struct sroce_qp *qp);
 void sroce_resp_reset(struct sroce_qp *qp);
+void sroce_resp_backlog_purge(struct sroce_qp *qp);
 
 extern struct workqueue_struct *sroce_wq;
 extern struct workqueue_struct *sroce_pace_wq;

@@ -71,7 +71,14 @@ void sroce_tx_free(struct sroce_txpkt *tp)
 	tp->skb = NULL;
 }
 
-static struct dst_entry *sroce_route4(struct sroce_qp *qp)
+/*
+ * Routes are cached per QP and per CPU, with BHs off (the receive path sends
+ * ACKs and READ responses from softirq on the same cache). A route looked up
+ * for a path that modify_qp changed meanwhile is not left in the cache.
+ */
+static struct dst_entry *sroce_route4(struct sroce_qp *qp,
+				      const struct sroce_path *p,
+				      unsigned int seq)
 {
 	struct sroce_av *av = &qp->av;
 	struct flowi4 fl4 = {};
@@ -82,17 +89,21 @@ static struct dst_entry *sroce_route4(struct sroce_qp *qp)
 	if (rt)
 		return &rt->dst;
 	fl4.flowi4_oif = qp->sdev->ndev->ifindex;
-	fl4.saddr = av->p.saddr.v4;
-	fl4.daddr = av->p.daddr.v4;
+	fl4.saddr = p->saddr.v4;
+	fl4.daddr = p->daddr.v4;
 	fl4.flowi4_proto = IPPROTO_UDP;
 	rt = ip_route_output_key(qp->sdev->net, &fl4);
 	if (IS_ERR(rt))
 		return NULL;
 	dst_cache_set_ip4(&av->dst, &rt->dst, fl4.saddr);
+	if (sroce_av_changed(av, seq))
+		dst_cache_reset(&av->dst);
 	return &rt->dst;
 }
 
-static struct dst_entry *sroce_route6(struct sroce_qp *qp)
+static struct dst_entry *sroce_route6(struct sroce_qp *qp,
+				      const struct sroce_path *p,
+				      unsigned int seq)
 {
 	struct sroce_av *av = &qp->av;
 	struct dst_entry *dst;
@@ -105,13 +116,15 @@ static struct dst_entry *sroce_route6(struct sroce_qp *qp)
 	if (dst)
 		return dst;
 	fl6.flowi6_oif = qp->sdev->ndev->ifindex;
-	fl6.saddr = av->p.saddr.v6;
-	fl6.daddr = av->p.daddr.v6;
+	fl6.saddr = p->saddr.v6;
+	fl6.daddr = p->daddr.v6;
 	fl6.flowi6_proto = IPPROTO_UDP;
 	dst = ipv6_stub->ipv6_dst_lookup_flow(qp->sdev->net, NULL, &fl6, NULL);
 	if (IS_ERR(dst))
 		return NULL;
 	dst_cache_set_ip6(&av->dst, dst, &fl6.saddr);
+	if (sroce_av_changed(av, seq))
+		dst_cache_reset(&av->dst);
 	return dst;
 }
 
@@ -124,16 +137,20 @@ static struct dst_entry *sroce_route6(struct sroce_qp *qp)
  */
 int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 {
-	struct sroce_av *av = &qp->av;
 	struct sk_buff *skb = tp->skb;
 	struct sroce_dev *sdev = qp->sdev;
 	struct dst_entry *dst;
+	struct sroce_path p;
 	struct udphdr *udph;
 	u32 icrc, len, roce_len;
+	unsigned int seq;
 	u8 *trailer, tos;
+	u16 sport;
 	int err;
 
 	tp->skb = NULL;
+	local_bh_disable();
+	seq = sroce_av_read(&qp->av, &p, &sport);
 	/*
 	 * Everything leaves ECN-capable (ECT(0)), with the QP's traffic
 	 * class; a CNP with the device's CNP DSCP and 802.1p priority.
@@ -142,14 +159,13 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 		tos = READ_ONCE(sdev->cc.cnp_dscp) << 2;
 		skb->priority = READ_ONCE(sdev->cc.cnp_802p_prio);
 	} else {
-		tos = av->p.tos & ~INET_ECN_MASK;
+		tos = p.tos & ~INET_ECN_MASK;
 	}
 	tos |= INET_ECN_ECT_0;
-	dst = av->p.ipv6 ? sroce_route6(qp) : sroce_route4(qp);
+	dst = p.ipv6 ? sroce_route6(qp, &p, seq) : sroce_route4(qp, &p, seq);
 	if (!dst) {
-		kfree_skb(skb);
-		sroce_stat_inc(sdev, SROCE_CNT_TX_DROP);
-		return -EHOSTUNREACH;
+		err = -EHOSTUNREACH;
+		goto drop;
 	}
 	trailer = skb_put(skb, SROCE_ICRC_LEN);
 	/* Byte counters count RoCE bytes, BTH through ICRC, on both sides. */
@@ -158,7 +174,7 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 	__skb_push(skb, sizeof(*udph));
 	skb_reset_transport_header(skb);
 	udph = udp_hdr(skb);
-	udph->source = htons(av->sport);
+	udph->source = htons(sport);
 	udph->dest = htons(SROCE_ROCEV2_UDP_PORT);
 	udph->len = htons(skb->len);
 	/* RoCEv2 sends a zero UDP checksum; the ICRC protects the packet. */
@@ -169,18 +185,18 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 	skb->ip_summed = CHECKSUM_NONE;
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 
-	if (av->p.ipv6) {
+	if (p.ipv6) {
 		struct ipv6hdr *ip6h;
 
 		__skb_push(skb, sizeof(*ip6h));
 		skb_reset_network_header(skb);
 		ip6h = ipv6_hdr(skb);
-		ip6_flow_hdr(ip6h, tos, htonl(av->p.flow_label));
+		ip6_flow_hdr(ip6h, tos, htonl(p.flow_label));
 		ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
 		ip6h->nexthdr = IPPROTO_UDP;
-		ip6h->hop_limit = av->p.ttl;
-		ip6h->saddr = av->p.saddr.v6;
-		ip6h->daddr = av->p.daddr.v6;
+		ip6h->hop_limit = p.ttl;
+		ip6h->saddr = p.saddr.v6;
+		ip6h->daddr = p.daddr.v6;
 		skb->protocol = htons(ETH_P_IPV6);
 	} else {
 		struct iphdr *iph;
@@ -193,10 +209,10 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 		iph->tos = tos;
 		iph->tot_len = htons(skb->len);
 		iph->frag_off = htons(IP_DF);
-		iph->ttl = av->p.ttl;
+		iph->ttl = p.ttl;
 		iph->protocol = IPPROTO_UDP;
-		iph->saddr = av->p.saddr.v4;
-		iph->daddr = av->p.daddr.v4;
+		iph->saddr = p.saddr.v4;
+		iph->daddr = p.daddr.v4;
 		__ip_select_ident(sdev->net, iph, 1);
 		iph->check = 0;
 		skb->protocol = htons(ETH_P_IP);
@@ -204,21 +220,27 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 
 	len = skb->len - SROCE_ICRC_LEN;
 	if (!sroce_icrc_packet(skb->data, len, &icrc)) {
-		kfree_skb(skb);
-		sroce_stat_inc(sdev, SROCE_CNT_TX_DROP);
-		return -EINVAL;
+		err = -EINVAL;
+		goto drop;
 	}
 	sroce_icrc_put(trailer, icrc);
 
 	sroce_stat_inc(sdev, SROCE_CNT_TX_PKTS);
 	sroce_stat_add(sdev, SROCE_CNT_TX_BYTES, roce_len);
-	if (av->p.ipv6)
+	if (p.ipv6)
 		err = ip6_local_out(sdev->net, NULL, skb);
 	else
 		err = ip_local_out(sdev->net, NULL, skb);
+	local_bh_enable();
 	if (unlikely(net_xmit_eval(err))) {
 		sroce_stat_inc(sdev, SROCE_CNT_TX_DROP);
 		return -ENOBUFS;
 	}
 	return 0;
+
+drop:
+	local_bh_enable();
+	kfree_skb(skb);
+	sroce_stat_inc(sdev, SROCE_CNT_TX_DROP);
+	return err;
 }

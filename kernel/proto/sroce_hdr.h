@@ -35,6 +35,9 @@
 #define SROCE_ATOMIC_WRITE_LEN	8
 /* Largest IB path MTU; no RoCE packet carries more payload than this. */
 #define SROCE_MAX_PAYLOAD	4096
+/* Longest RoCE packet, BTH through ICRC: anything longer is not one. */
+#define SROCE_MAX_PKT_LEN	(SROCE_MAX_HDR_LEN + SROCE_MAX_PAYLOAD + 3 + \
+				 SROCE_ICRC_LEN)
 
 /* BTH.TVer: the only transport header version defined. */
 #define SROCE_BTH_TVER		0

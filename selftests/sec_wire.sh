@@ -15,31 +15,38 @@
 #     and VA. The source address is not the QP's peer: nothing may land
 #     (memory byte for byte the same, no receive completion), rcvd_bad_addr
 #     counts every packet, and the pair still passes a verified WRITE + SEND.
-#  2. dup_read_amplification: from A's address, a 1 MiB READ to a victim on
-#     B, then duplicates: a genuine resume sent 8 times back to back, resumes
-#     going backwards, the first PSN again 8 times, a resume further on. Only
-#     the genuine resumes are answered (once each), dup_read_drop counts the
-#     rest; the response bytes sniffed on the wire are reported.
-#  3. oversize: veth MTU 9000; datagrams to 4791 longer than any RoCE packet
-#     (8000 bytes in one frame, 60000 in fragments), bad ICRC: counted in
-#     rcvd_oversize, not rcvd_icrc_err (a legal-size one still is).
-#  4. backlog_flood: while B streams a 64 MiB READ to a real requester on A,
-#     4000 WRITE requests with PSNs 2^22 away from the expected one (4000-byte
-#     payloads, MTU 9000) from A's address: resp_backlog_drop counts them,
-#     slab memory stays within 4 MB, the READ completes with the right data
-#     and a SEND posted behind it is received.
-#  5. newlink_race: for 20 s, in a namespace, "rdma link add" on a fresh veth
-#     in the background and the veth deleted right after (varying delays):
-#     no sroce device is left on a deleted netdev, no "ip link" or
-#     "rdma link add" hangs, and the kernel never logs
+#  2. dup_read_amplification: from A's address (raw frames), a 1 MiB READ to
+#     a victim QP on B, then duplicates of it: genuine resumes (from a PSN not
+#     before the last resume) are answered once each; resumes going
+#     backwards, the first PSN again (8 times), and resumes of a stream from
+#     PSNs it has not sent yet (8 at a time) are not answered and counted in
+#     dup_read_drop. Every response is sniffed; the bytes are reported.
+#  3. oversize: veth MTU 9000; datagrams to 4791 longer than the longest RoCE
+#     packet (4147 bytes: 4148, 8000 in one frame, 60000 in fragments), bad
+#     ICRC: counted in rcvd_oversize, not rcvd_icrc_err; a 4147-byte one still
+#     counts as an ICRC error.
+#  4. backlog_flood: while B streams a 128 MiB READ to a real requester on A
+#     (a SEND posted behind it waits in B's backlog), 2000 WRITE requests with
+#     PSNs 2^22 ahead of the expected one, then 2000 with PSNs 2^22 behind it
+#     (4000-byte payloads, MTU 9000), from A's address: resp_backlog_drop
+#     counts every one, slab memory grows by less than 4 MB during each half,
+#     the READ completes with the right data and the SEND is received.
+#  5. newlink_race: for 20 s, in a namespace: a veth pair, "rdma link add" on
+#     one end and the pair deleted during it, with netlink from python
+#     (sroce_inject.py newlink-race: the delay swept over the kernel's link
+#     add) and, concurrently, with the rdma and ip commands: no call hangs, no
+#     sroce device outlives its netdev's unlisting by more than 700 ms (the
+#     core's 1 s NETDEV_UNREGISTER rebroadcast, which ends such a wait, must
+#     not be needed) or is left at the end, and the kernel never logs
 #     "unregister_netdevice: waiting".
 #
 # Cases 1-4 run in one tools/inject/sroce_inject.py sec-wire process (python
 # starts slowly in a TCG guest); their table is tools/inject/sroce_secwire.py.
 # Knobs: SROCE_SECWIRE_CASES="a b" (a subset), SROCE_SECWIRE_READ_MB (the
-# flooded READ, 64), SROCE_SECWIRE_FLOOD (4000), SROCE_SECWIRE_DUP_KB (1024),
-# SROCE_SECWIRE_RACE_SECONDS (20), SROCE_SECWIRE_ARGS (appended to the
-# injector's arguments).
+# flooded READ, 128), SROCE_SECWIRE_FLOOD (4000), SROCE_SECWIRE_DUP_KB (1024),
+# SROCE_SECWIRE_RACE_SECONDS (20), SROCE_SECWIRE_ORPHAN_MS (700),
+# SROCE_SECWIRE_ARGS (appended to the injector's sec-wire arguments, e.g.
+# "--mem-limit-kb 0" where freed memory is not returned at once: KASAN).
 export SR_TAG=sw # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -95,7 +102,7 @@ if ((${#py_cases[@]})); then
 	args=(--ns "$nsa" --ifname "$va" --src-mac "$mac_a" --dst-mac "$mac_b" --src-ip "$ipa"
 		--dst-ip "$ipb" --dev "$db" --peer-dev "$da" --gid-index "$gb" --peer-gid-index "$ga"
 		--peer-ns "$nsb" --peer-ifname "$vb" --cases "$(IFS=,; echo "${py_cases[*]}")"
-		--flood-read-mb "${SROCE_SECWIRE_READ_MB:-64}" --backlog-flood "${SROCE_SECWIRE_FLOOD:-4000}"
+		--flood-read-mb "${SROCE_SECWIRE_READ_MB:-128}" --backlog-flood "${SROCE_SECWIRE_FLOOD:-4000}"
 		--dup-read-kb "${SROCE_SECWIRE_DUP_KB:-1024}" "${extra[@]}")
 	log "### [t=${SECONDS}s] sroce_inject.py sec-wire ${py_cases[*]}"
 	rc=0
@@ -204,6 +211,7 @@ newlink_race() {
 	# the kernel's link add (a command's start-up takes longer than link
 	# add itself in a TCG guest) ...
 	"$PYTHON" "$inj" newlink-race --ns "$ns" --seconds "$secs" --prefix "${SR_ID}x" \
+		--orphan-ms "${SROCE_SECWIRE_ORPHAN_MS:-700}" \
 		>"$tmp/pyrace.log" 2>&1 &
 	py=$!
 	# ... and the commands themselves, concurrently.

@@ -2018,7 +2018,7 @@ def main():
     g.add_argument("--cases", help="sec-wire: comma-separated cases (default: all)")
     g.add_argument("--peer-ifname", help="sec-wire: the target's veth end (its MTU is raised)")
     g.add_argument("--dup-read-kb", type=int, default=1024, help="sec-wire: the duplicated READ")
-    g.add_argument("--flood-read-mb", type=int, default=64, help="sec-wire: the READ under the flood")
+    g.add_argument("--flood-read-mb", type=int, default=128, help="sec-wire: the READ under the flood")
     g.add_argument("--backlog-flood", type=int, default=4000, help="sec-wire: requests in the flood")
     g.add_argument("--mem-limit-kb", type=int, default=4096,
                    help="sec-wire: slab growth allowed during the flood")

@@ -163,7 +163,12 @@ static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 		goto out;
 	}
 	if (!sroce_rx_from_peer(qp, skb)) {
-		sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_ADDR);
+		enum ib_qp_state state = READ_ONCE(qp->state);
+
+		/* Before RTR (and after an error) the QP has no peer yet. */
+		sroce_stat_inc(sdev, state < IB_QPS_RTR || state == IB_QPS_ERR ?
+			       SROCE_CNT_RX_BAD_QP_STATE :
+			       SROCE_CNT_RX_BAD_ADDR);
 		goto out;
 	}
 	/* Notification point: before the packet is acted on. */

@@ -61,6 +61,9 @@ struct sroce_dev {
 
 	struct sroce_stats __percpu *stats;
 
+	/* skb memory of requests waiting behind READ streams, all QPs. */
+	atomic_long_t resp_backlog_bytes;
+
 	/* QPs by number, looked up under RCU by the receive path. */
 	struct xarray qp_xa;
 	u32 qp_next;

@@ -306,6 +306,7 @@ static void sroce_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON(atomic_read(&sdev->num_cq));
 	WARN_ON(!xa_empty(&sdev->mr_xa));
 	WARN_ON(atomic_read(&sdev->num_qp));
+	WARN_ON(atomic_long_read(&sdev->resp_backlog_bytes));
 	xa_destroy(&sdev->mr_xa);
 	xa_destroy(&sdev->qp_xa);
 	xa_destroy(&sdev->ah_xa);

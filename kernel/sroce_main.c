@@ -69,10 +69,11 @@ static int sroce_newlink_locked(const char *ibdev_name,
 }
 
 /*
- * The netdev may have started to unregister after the check above and
- * before the new device was bound to it, so that sroce_netdev_event() did
- * not find the device: its reference would then hold up the netdev's
- * unregistration for ever. Under RTNL the notifier cannot run meanwhile.
+ * The netdev may have started to unregister (or to move to another
+ * namespace) after the check above and before the new device was bound to
+ * it, so that sroce_netdev_event() did not find the device: its reference
+ * would then hold up the netdev's unregistration, or the old namespace's
+ * exit, for ever. Under RTNL the notifier cannot run meanwhile.
  */
 static void sroce_newlink_recheck(struct net_device *ndev)
 {
@@ -81,7 +82,9 @@ static void sroce_newlink_recheck(struct net_device *ndev)
 	rtnl_lock();
 	ibdev = ib_device_get_by_netdev(ndev,
 					(enum rdma_driver_id)SROCE_DRIVER_ID);
-	if (ibdev && ndev->reg_state != NETREG_REGISTERED) {
+	/* A move to another namespace unregisters it from this one too. */
+	if (ibdev && (ndev->reg_state != NETREG_REGISTERED ||
+		      !net_eq(dev_net(ndev), to_sdev(ibdev)->net))) {
 		pr_info("sroce: %s went away while %s was being created; removing it\n",
 			ndev->name, dev_name(&ibdev->dev));
 		ib_unregister_device_queued(ibdev);

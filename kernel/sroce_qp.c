@@ -437,6 +437,8 @@ static int sroce_modify_qp_locked(struct sroce_qp *qp, struct ib_qp_attr *attr,
 			spin_unlock_bh(&qp->state_lock);
 			return -EINVAL;
 		}
+		/* What follows depends on the state really left. */
+		cur = qp->state;
 		qp->state = next;
 		qp->attr.qp_state = next;
 		spin_unlock_bh(&qp->state_lock);
@@ -588,7 +590,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->released);
 	/* Nothing can queue behind a READ stream any more. */
-	skb_queue_purge(&qp->resp.backlog);
+	sroce_resp_backlog_purge(qp);
 
 	dst_cache_destroy(&qp->av.dst);
 	kfree(qp->resp.res);

@@ -51,14 +51,17 @@ int sroce_queue_init(struct sroce_queue *q, u32 min_slots, u32 slot_size)
 /*
  * Pages mapped into a process hold their own references (vm_insert_page),
  * so the ring memory can be freed while a mapping still exists; the process
- * just keeps a detached copy.
+ * just keeps a detached copy. A ring that can be mapped belongs to its mmap
+ * entry, though: an mmap() in progress holds the entry, not the ring, and
+ * must not find the memory gone (sroce_mmap_free() frees it).
  */
 void sroce_queue_cleanup(struct sroce_queue *q)
 {
 	if (q->mentry)
 		rdma_user_mmap_entry_remove(&q->mentry->rdma);
+	else
+		vfree(q->hdr);
 	q->mentry = NULL;
-	vfree(q->hdr);
 	q->hdr = NULL;
 }
 
@@ -126,9 +129,14 @@ out:
 	return err;
 }
 
+/* The last reference to a removed entry is gone: free the ring it owned. */
 void sroce_mmap_free(struct rdma_user_mmap_entry *re)
 {
-	kfree(container_of(re, struct sroce_mmap_entry, rdma));
+	struct sroce_mmap_entry *e = container_of(re, struct sroce_mmap_entry,
+						  rdma);
+
+	vfree(e->addr);
+	kfree(e);
 }
 
 /**

@@ -51,10 +51,12 @@ enum {
 /*
  * Requests held back behind a streaming READ, per QP: at most this many,
  * of at most this much memory, and none further ahead of the expected PSN
- * than the backlog could ever reach.
+ * than the backlog could ever reach...
  */
 #define SROCE_RESP_BACKLOG	4096
-#define SROCE_RESP_BACKLOG_BYTES	(8U << 20)
+#define SROCE_RESP_BACKLOG_BYTES	(4U << 20)
+/* ...and all the QPs of a device together at most this much. */
+#define SROCE_DEV_BACKLOG_BYTES	(64UL << 20)
 
 enum sroce_res_kind {
 	SROCE_RES_FREE,
@@ -109,6 +111,7 @@ int sroce_resp_set_res(struct sroce_qp *qp, u32 n)
 void sroce_resp_backlog_purge(struct sroce_qp *qp)
 {
 	__skb_queue_purge(&qp->resp.backlog);
+	atomic_long_sub(qp->resp.backlog_bytes, &qp->sdev->resp_backlog_bytes);
 	qp->resp.backlog_bytes = 0;
 }
 
@@ -616,6 +619,40 @@ static bool sroce_resp_resume_ok(struct sroce_qp *qp,
 	return true;
 }
 
+enum sroce_retry {
+	SROCE_RETRY_NONE,	/* not a request of this READ */
+	SROCE_RETRY_OK,		/* a retry: answer it */
+	SROCE_RETRY_REFUSE,	/* names this READ but is no retry */
+};
+
+/*
+ * Is duplicate request @pkt a retry of READ resource @r? A READ may be asked
+ * for again from any PSN inside it (IBTA C9-106), for the rest of the data:
+ * its RETH must name exactly that rest (rdma_rxe's responder reads from the
+ * RETH, so a requester that disagrees would get other data from it), from
+ * the first PSN too. On success *@offp is the byte offset. resp_lock held.
+ */
+static enum sroce_retry sroce_resp_read_retry(struct sroce_qp *qp,
+					      const struct sroce_rd_res *r,
+					      const struct sroce_pkt *pkt,
+					      u32 *offp)
+{
+	s32 d = sroce_psn_diff(pkt->bth.psn, r->first_psn);
+	u64 off;
+
+	if (r->kind != SROCE_RES_READ || d < 0 ||
+	    sroce_psn_diff(pkt->bth.psn, r->last_psn) > 0)
+		return SROCE_RETRY_NONE;
+	off = (u64)d * qp->mtu;
+	if (pkt->info->kind != SROCE_KIND_READ_REQ || (off && off >= r->len) ||
+	    pkt->reth.rkey != r->rkey || pkt->reth.va != r->va + off ||
+	    pkt->reth.len != r->len - off ||
+	    !sroce_resp_resume_ok(qp, r, pkt->bth.psn))
+		return SROCE_RETRY_REFUSE;
+	*offp = off;
+	return SROCE_RETRY_OK;
+}
+
 /* Restart @r's responses at @psn, @off bytes into the READ. resp_lock held. */
 static void sroce_resp_resume(struct sroce_qp *qp, struct sroce_rd_res *r,
 			      u32 psn, u32 off)
@@ -630,7 +667,7 @@ static void sroce_resp_resume(struct sroce_qp *qp, struct sroce_rd_res *r,
 static void sroce_resp_duplicate(struct sroce_qp *qp,
 				 const struct sroce_pkt *pkt)
 {
-	u32 i;
+	u32 i, off;
 
 	sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_REQ);
 	switch (pkt->info->kind) {
@@ -639,54 +676,26 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 		for (i = 0; i < qp->resp.nres; i++) {
 			struct sroce_rd_res *res = &qp->resp.res[i];
 
-			if (res->kind == SROCE_RES_FREE)
-				continue;
-			/*
-			 * A READ may be re-requested from a PSN inside it
-			 * (IBTA C9-106), for the rest of the data: its RETH
-			 * must name exactly that (rdma_rxe's responder reads
-			 * from the RETH, so a requester that disagrees would
-			 * get other data from it). If not, drop it (class D).
-			 */
-			if (res->kind == SROCE_RES_READ &&
-			    pkt->info->kind == SROCE_KIND_READ_REQ &&
-			    sroce_psn_diff(pkt->bth.psn, res->first_psn) > 0 &&
-			    sroce_psn_diff(pkt->bth.psn, res->last_psn) <= 0) {
-				u64 off = (u64)sroce_psn_diff(pkt->bth.psn,
-							      res->first_psn) *
-					  qp->mtu;
-
-				if (off >= res->len ||
-				    pkt->reth.rkey != res->rkey ||
-				    pkt->reth.va != res->va + off ||
-				    pkt->reth.len != res->len - off)
-					return;
-				if (!sroce_resp_resume_ok(qp, res, pkt->bth.psn)) {
-					sroce_stat_inc(qp->sdev,
-						       SROCE_CNT_DUP_READ_DROP);
-					return;
-				}
-				sroce_resp_resume(qp, res, pkt->bth.psn, off);
-				return;
-			}
-			if (res->first_psn != pkt->bth.psn)
-				continue;
-			if (res->kind == SROCE_RES_ATOMIC) {
+			if (res->kind == SROCE_RES_ATOMIC &&
+			    res->first_psn == pkt->bth.psn) {
+				/* Answered from the saved result, never redone. */
 				sroce_resp_send_aeth(qp,
 						     SROCE_OP_RC_ATOMIC_ACK,
 						     res->first_psn,
 						     sroce_aeth_ack(SROCE_CREDIT_INVALID),
 						     res->atomic_orig);
-			} else if (pkt->info->kind != SROCE_KIND_READ_REQ) {
-				/* An atomic naming a READ's PSN: not a retry. */
-				sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_READ_DROP);
-			} else if (!sroce_resp_resume_ok(qp, res, res->first_psn)) {
-				sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_READ_DROP);
-			} else {
-				/* Re-execute the whole READ. */
-				sroce_resp_resume(qp, res, res->first_psn, 0);
+				return;
 			}
-			return;
+			switch (sroce_resp_read_retry(qp, res, pkt, &off)) {
+			case SROCE_RETRY_NONE:
+				continue;
+			case SROCE_RETRY_OK:
+				sroce_resp_resume(qp, res, pkt->bth.psn, off);
+				return;
+			case SROCE_RETRY_REFUSE:
+				sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_READ_DROP);
+				return;
+			}
 		}
 		/* Unknown: too old to answer; the requester will time out. */
 		return;
@@ -1001,30 +1010,48 @@ static bool sroce_resp_busy_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 				const struct sroce_pkt *pkt)
 {
 	s32 d = sroce_psn_diff(pkt->bth.psn, qp->resp.epsn);
+	struct sroce_dev *sdev = qp->sdev;
 	struct sroce_rd_res *r;
+	u32 off;
 
+	/*
+	 * A retry of a READ before the point the stream has reached: the
+	 * requester missed a response. A retry of a later READ waits behind
+	 * the stream like any request (it may be the rest of the same rewind).
+	 */
 	if (d < 0 && pkt->info->kind == SROCE_KIND_READ_REQ &&
-	    qp->ibqp.qp_type != IB_QPT_UC) {
+	    qp->resp.stream &&
+	    sroce_psn_diff(pkt->bth.psn, qp->resp.stream->next_psn) < 0) {
 		r = sroce_resp_find_read(qp, pkt->bth.psn);
-		if (r) {
-			if (!sroce_resp_resume_ok(qp, r, pkt->bth.psn)) {
-				sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_READ_DROP);
-				return false;
-			}
+		switch (r ? sroce_resp_read_retry(qp, r, pkt, &off) :
+			SROCE_RETRY_NONE) {
+		case SROCE_RETRY_OK:
 			sroce_resp_backlog_purge(qp);
 			qp->resp.stream = NULL;
 			qp->resp.busy = false;
 			return true;
+		case SROCE_RETRY_REFUSE:
+			sroce_stat_inc(sdev, SROCE_CNT_DUP_READ_DROP);
+			return false;
+		case SROCE_RETRY_NONE:
+			break;
 		}
 	}
 	if (test_bit(SROCE_QPF_DYING, &qp->flags) || d >= SROCE_RESP_BACKLOG ||
 	    skb_queue_len(&qp->resp.backlog) >= SROCE_RESP_BACKLOG ||
-	    qp->resp.backlog_bytes + skb->truesize > SROCE_RESP_BACKLOG_BYTES) {
-		sroce_stat_inc(qp->sdev, SROCE_CNT_RESP_BACKLOG_DROP);
-		return false;
+	    qp->resp.backlog_bytes + skb->truesize > SROCE_RESP_BACKLOG_BYTES)
+		goto drop;
+	/* Received memory is charged to no one: the device bounds it all. */
+	if (atomic_long_add_return(skb->truesize, &sdev->resp_backlog_bytes) >
+	    SROCE_DEV_BACKLOG_BYTES) {
+		atomic_long_sub(skb->truesize, &sdev->resp_backlog_bytes);
+		goto drop;
 	}
 	__skb_queue_tail(&qp->resp.backlog, skb_get(skb));
 	qp->resp.backlog_bytes += skb->truesize;
+	return false;
+drop:
+	sroce_stat_inc(sdev, SROCE_CNT_RESP_BACKLOG_DROP);
 	return false;
 }
 
@@ -1230,6 +1257,7 @@ void sroce_resp_work(struct work_struct *work)
 			break;
 		}
 		qp->resp.backlog_bytes -= skb->truesize;
+		atomic_long_sub(skb->truesize, &qp->sdev->resp_backlog_bytes);
 		/* Held since sroce_udp_encap_recv: data at the UDP header. */
 		if (sroce_pkt_parse(skb->data + sizeof(struct udphdr),
 				    skb->len - sizeof(struct udphdr), &pkt) ==

@@ -31,10 +31,12 @@ source "$ROOT/tools/summary.sh"
 # under netem loss), hostile wire input (directed malformed packets, a
 # flood, mutations), hostile ring writers, a short impairment run, and
 # DCQCN (CNPs, the rate timers and the pacer, XRC targets, paced READ
-# responses).
+# responses), and the local security regressions (sec_local: READ resources
+# reallocated under a streaming READ, XRC SRQs destroyed under lookups; last,
+# its time is an estimate).
 # In this order: when CI's time budget stops the lane early, the tests that
 # find the most have run.
-DEFAULT_TESTS="teardown_traffic wire_hostile hostile_ring sroce_netdev_removal sroce_link_cycle sroce_load_unload rc_impair dcqcn_basic"
+DEFAULT_TESTS="teardown_traffic wire_hostile hostile_ring sroce_netdev_removal sroce_link_cycle sroce_load_unload rc_impair dcqcn_basic sec_local"
 
 die() { echo "test-debug: $*" >&2; exit 1; }
 say() { echo "test-debug: $*" >&2; }
@@ -131,6 +133,12 @@ export SROCE_WH_INTEGRITY_ARGS=${SROCE_WH_INTEGRITY_ARGS:---ack-timeout 18}
 export SROCE_IMPAIR_ONLY=${SROCE_IMPAIR_ONLY:-loss-10}
 # dcqcn_basic: a 2 s ACK timeout, and the checks that need stock speed relaxed.
 export SROCE_DCQCN_SLOW=${SROCE_DCQCN_SLOW:-1}
+# sec_local: 1-4 MiB READs (at least 2) in the 20 s race, 5 XRC SENDs in
+# the 15 s churn, a 1 s ACK timeout, 400 s per case run.
+export SROCE_SEC_LOCAL_ARGS=${SROCE_SEC_LOCAL_ARGS:---ack-timeout 18}
+export SROCE_SEC_LOCAL_RACE_ARGS=${SROCE_SEC_LOCAL_RACE_ARGS:---read-min 1M --read-max 4M --min-ops 2}
+export SROCE_SEC_LOCAL_CHURN_ARGS=${SROCE_SEC_LOCAL_CHURN_ARGS:---min-ops 5}
+export SROCE_SEC_LOCAL_TIMEOUT=${SROCE_SEC_LOCAL_TIMEOUT:-400}
 
 say "tests: ${tests[*]}"
 for v in $(compgen -e | grep -E '^SROCE_' | sort); do

@@ -29,7 +29,7 @@
 #     (a SEND posted behind it waits in B's backlog), 2000 WRITE requests with
 #     PSNs 2^22 ahead of the expected one, then 2000 with PSNs 2^22 behind it
 #     (4000-byte payloads, MTU 9000), from A's address: resp_backlog_drop
-#     counts every one, slab memory grows by less than 4 MB during each half,
+#     counts every one, slab memory grows by less than 6 MB during each half,
 #     the READ completes with the right data and the SEND is received.
 #  5. newlink_race: for 20 s, in a namespace: a veth pair, "rdma link add" on
 #     one end and the pair deleted during it, with netlink from python

@@ -2020,7 +2020,7 @@ def main():
     g.add_argument("--dup-read-kb", type=int, default=1024, help="sec-wire: the duplicated READ")
     g.add_argument("--flood-read-mb", type=int, default=128, help="sec-wire: the READ under the flood")
     g.add_argument("--backlog-flood", type=int, default=4000, help="sec-wire: requests in the flood")
-    g.add_argument("--mem-limit-kb", type=int, default=4096,
+    g.add_argument("--mem-limit-kb", type=int, default=6144,
                    help="sec-wire: slab growth allowed during the flood")
     g.add_argument("--step-timeout", type=float, default=60, help="sec-wire: seconds per step")
     g = ap.add_argument_group("udp-forge (sec-wire's unprivileged sender)")

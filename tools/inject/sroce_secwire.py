@@ -469,9 +469,10 @@ class SecWire:
             counted = dd is None or dd >= drops
             # Done when what is wanted is in and nothing came for a while
             # (longer when nothing is wanted: a refused request's answer
-            # would have to be seen).
+            # would have to be seen), or when nothing came for 5 s.
             quiet = 1.0 if want else 2.0
-            if len(got) >= want and counted and now - last >= quiet and now - t0 >= quiet:
+            if now - last >= quiet and now - t0 >= quiet and (
+                    len(got) >= want and counted or now - last >= 5 and now - t0 >= 5):
                 break
             time.sleep(0.02)
         el = time.monotonic() - t0

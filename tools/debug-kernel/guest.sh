@@ -114,7 +114,8 @@ verdict debug-options "${#bad[@]}" "$(IFS=';'; echo "${bad[*]:-}")"
 declare -A took=([teardown_traffic]=210 [wire_hostile]=205 [hostile_ring]=130 [sroce_netdev_removal]=85
 	[sroce_link_cycle]=51 [sroce_load_unload]=38 [rc_impair]=75
 	[dcqcn_basic]=365 # dcqcn_basic: measured with make test-debug, not yet in CI
-	[sec_local]=300)  # sec_local: an estimate (~110 s on the stock kernel, 35 s of it fixed-length phases)
+	[sec_local]=300   # sec_local: an estimate (~110 s on the stock kernel, 35 s of it fixed-length phases)
+	[sec_wire]=300)   # sec_wire: an estimate (~100 s on the stock kernel with its full sizes, 20 s of it the race)
 budget=${SROCE_LANE_BUDGET:-0}
 : >/run/debug-lane-selftests.txt
 for t in "$@"; do

@@ -31,12 +31,14 @@ source "$ROOT/tools/summary.sh"
 # under netem loss), hostile wire input (directed malformed packets, a
 # flood, mutations), hostile ring writers, a short impairment run, and
 # DCQCN (CNPs, the rate timers and the pacer, XRC targets, paced READ
-# responses), and the local security regressions (sec_local: READ resources
-# reallocated under a streaming READ, XRC SRQs destroyed under lookups; last,
-# its time is an estimate).
+# responses), the local security regressions (sec_local: READ resources
+# reallocated under a streaming READ, XRC SRQs destroyed under lookups) and
+# the wire-side ones (sec_wire: forged local packets, duplicate READs,
+# oversize datagrams, a backlog flood behind a READ stream, rdma link add
+# racing with netdev removal); the last two last, their times are estimates.
 # In this order: when CI's time budget stops the lane early, the tests that
 # find the most have run.
-DEFAULT_TESTS="teardown_traffic wire_hostile hostile_ring sroce_netdev_removal sroce_link_cycle sroce_load_unload rc_impair dcqcn_basic sec_local"
+DEFAULT_TESTS="teardown_traffic wire_hostile hostile_ring sroce_netdev_removal sroce_link_cycle sroce_load_unload rc_impair dcqcn_basic sec_local sec_wire"
 
 die() { echo "test-debug: $*" >&2; exit 1; }
 say() { echo "test-debug: $*" >&2; }
@@ -139,6 +141,15 @@ export SROCE_SEC_LOCAL_ARGS=${SROCE_SEC_LOCAL_ARGS:---ack-timeout 18}
 export SROCE_SEC_LOCAL_RACE_ARGS=${SROCE_SEC_LOCAL_RACE_ARGS:---read-min 1M --read-max 4M --min-ops 2}
 export SROCE_SEC_LOCAL_CHURN_ARGS=${SROCE_SEC_LOCAL_CHURN_ARGS:---min-ops 5}
 export SROCE_SEC_LOCAL_TIMEOUT=${SROCE_SEC_LOCAL_TIMEOUT:-400}
+# sec_wire: a shorter READ under a smaller flood, shorter duplicated READs;
+# no slab-growth check (KASAN's quarantine keeps freed objects for a while);
+# a device may take seconds to go after its netdev, so only one left for
+# good (or a hang) fails newlink_race.
+export SROCE_SECWIRE_READ_MB=${SROCE_SECWIRE_READ_MB:-16}
+export SROCE_SECWIRE_FLOOD=${SROCE_SECWIRE_FLOOD:-400}
+export SROCE_SECWIRE_DUP_KB=${SROCE_SECWIRE_DUP_KB:-128}
+export SROCE_SECWIRE_ORPHAN_MS=${SROCE_SECWIRE_ORPHAN_MS:-10000}
+export SROCE_SECWIRE_ARGS=${SROCE_SECWIRE_ARGS:---mem-limit-kb 0}
 
 say "tests: ${tests[*]}"
 for v in $(compgen -e | grep -E '^SROCE_' | sort); do

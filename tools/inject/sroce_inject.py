@@ -42,6 +42,15 @@ Commands:
                with fresh probes of the victims.
   all          icrc-check (until --min-packets of each family), then
                directed, flood and mutate, in one process.
+  sec-wire     the security cases of selftests/sec_wire.sh (--cases; the
+               table and what each checks: tools/inject/sroce_secwire.py):
+               forged-source UDP from a local user, duplicate READ
+               amplification, oversize datagrams, a backlog flood behind a
+               streaming READ.
+  udp-forge    sec-wire's unprivileged sender: RoCEv2 requests with a
+               right ICRC from an ordinary UDP socket to a local address.
+  newlink-race rdma link add (netlink) racing with the deletion of its veth,
+               for --seconds in --ns: no hang, no device left behind.
 
 Exit status: 0 all checks passed, 1 a check failed, 2 usage error.
 """
@@ -123,6 +132,17 @@ NOISY = ("duplicate_request", "out_of_seq_request", "seq_nak_sent", "rnr_nak_sen
 # Real-traffic teardown (a late packet for a QP just destroyed or being torn
 # down) can move these two; tolerated only when a traffic run ended meanwhile.
 TEARDOWN = ("rcvd_no_qp", "rcvd_bad_qp_state")
+# Counters of the address, size and READ-responder checks (selftests/
+# sec_wire.sh); used only where the module has them. A connected QP drops
+# what does not come from its peer's address to its own (rcvd_bad_addr):
+# every victim's path is --src-ip(6) -> --dst-ip(6), which is what the
+# injector sends from and to, so its cases must not move it - except real
+# traffic's teardown: a late packet of an IPv6 run whose QPN an IPv4 run's
+# new QP now has. READ streams of real traffic may fill their backlog or
+# re-request a READ, so the responder's two are NOISY.
+EXACT_IF_PRESENT = ("rcvd_bad_addr", "rcvd_oversize")
+NOISY_IF_PRESENT = ("resp_backlog_drop", "dup_read_drop")
+TEARDOWN_IF_PRESENT = ("rcvd_bad_addr",)
 
 
 def log(*a):
@@ -805,6 +825,10 @@ class Session:
         self.w = Wire(a)
         self.w.open_sniffer()
         self.cnt = Counters(a.dev)
+        have = set(self.cnt.names)
+        self.exact = EXACT + tuple(k for k in EXACT_IF_PRESENT if k in have)
+        self.noisy = NOISY + tuple(k for k in NOISY_IF_PRESENT if k in have)
+        self.teardown = TEARDOWN + tuple(k for k in TEARDOWN_IF_PRESENT if k in have)
         self.tw = TrafficWatch(a.traffic_gen)
         self.vb = Verbs(a)
         self.chk = Check()
@@ -859,22 +883,22 @@ class Session:
         c1 = self.cnt.snap()
         d = {k: c1[k] - c0[k] for k in c1}
         teardown = self.tw.gen() != gen0
-        if not teardown and any(d[k] > expect.get(k, 0) for k in TEARDOWN):
+        if not teardown and any(d[k] > expect.get(k, 0) for k in self.teardown):
             # A real-traffic run may have destroyed its QPs during the case
             # and not yet have been counted as done: look again shortly.
             time.sleep(1.5)
             teardown = self.tw.gen() != gen0
         problems = []
-        for k in EXACT:
+        for k in self.exact:
             want = expect.get(k, 0)
             if d[k] == want:
                 continue
-            if k in TEARDOWN and teardown and d[k] > want:
+            if k in self.teardown and teardown and d[k] > want:
                 log("    note: %s +%d, want +%d: a real-traffic run ended meanwhile" % (k, d[k], want))
                 continue
             problems.append("%s +%d, want +%d" % (k, d[k], want))
         for k, n in expect.items():
-            if k not in EXACT and d[k] != n:
+            if k not in self.exact and d[k] != n:
                 problems.append("%s +%d, want +%d" % (k, d[k], n))
         for k, n in atleast.items():
             if d[k] < n:
@@ -902,7 +926,7 @@ class Session:
             if ue != udp_errors:
                 problems.append("UDP InErrors +%d, want +%d" % (ue, udp_errors))
         moved = ", ".join("%s +%d" % (k, v) for k, v in sorted(d.items())
-                          if v and (k in EXACT or k in NOISY or k in expect))
+                          if v and (k in self.exact or k in self.noisy or k in expect))
         log("    counters: %s" % (moved or "none of interest"))
         if got:
             log("    answers: %s" % ", ".join(repr(r) for r in got))
@@ -1477,8 +1501,8 @@ class Session:
         if got != n + ncnp - dropped or d["rcvd_no_qp"] > n or d["rcvd_cnp"] > ncnp:
             self.chk.fail("flood", "rcvd_no_qp +%d and rcvd_cnp +%d: want %d + %d in all, less the"
                           " %d the veth dropped" % (d["rcvd_no_qp"], d["rcvd_cnp"], n, ncnp, dropped))
-        for k in EXACT:
-            if k not in want and d[k] and not (k in TEARDOWN):
+        for k in self.exact:
+            if k not in want and d[k] and not (k in self.teardown):
                 self.chk.fail("flood", "%s moved by %d" % (k, d[k]))
         t1 = time.monotonic()
         self.probe(rc, " (right after the flood)")
@@ -1963,7 +1987,8 @@ def icrc_check(a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("selftest", "icrc-check", "directed", "flood", "mutate", "all"))
+    ap.add_argument("command", choices=("selftest", "icrc-check", "directed", "flood", "mutate", "all",
+                                        "sec-wire", "udp-forge", "newlink-race"))
     ap.add_argument("--ifname", help="sending veth end")
     ap.add_argument("--ns", help="network namespace of --ifname (ip netns name; default: this one)")
     ap.add_argument("--src-mac")
@@ -1989,7 +2014,41 @@ def main():
     ap.add_argument("--min-packets", type=int, default=100)
     ap.add_argument("--stop-file", help="icrc-check: stop once this file exists")
     ap.add_argument("--ready-file", help="icrc-check: created once the sniffer listens")
+    g = ap.add_argument_group("sec-wire (selftests/sec_wire.sh; tools/inject/sroce_secwire.py)")
+    g.add_argument("--cases", help="sec-wire: comma-separated cases (default: all)")
+    g.add_argument("--peer-ifname", help="sec-wire: the target's veth end (its MTU is raised)")
+    g.add_argument("--dup-read-kb", type=int, default=1024, help="sec-wire: the duplicated READ")
+    g.add_argument("--flood-read-mb", type=int, default=128, help="sec-wire: the READ under the flood")
+    g.add_argument("--backlog-flood", type=int, default=4000, help="sec-wire: requests in the flood")
+    g.add_argument("--mem-limit-kb", type=int, default=6144,
+                   help="sec-wire: slab growth allowed during the flood")
+    g.add_argument("--step-timeout", type=float, default=60, help="sec-wire: seconds per step")
+    g = ap.add_argument_group("udp-forge (sec-wire's unprivileged sender)")
+    g.add_argument("--transport", choices=("rc", "uc"), default="rc")
+    g.add_argument("--qpn", type=int)
+    g.add_argument("--psn", type=int)
+    g.add_argument("--rkey", type=int)
+    g.add_argument("--va", type=int)
+    g.add_argument("--ops", default="write@0", help="udp-forge: write@K,send@K,... (PSN offsets)")
+    g = ap.add_argument_group("newlink-race (sec-wire's rdma link add / netdev removal race)")
+    g.add_argument("--prefix", default="nlr", help="newlink-race: netdev and device name prefix")
+    g.add_argument("--hang-seconds", type=int, default=15)
+    g.add_argument("--orphan-ms", type=int, default=700,
+                   help="newlink-race: longest a device may outlive its netdev's unlisting")
     a = ap.parse_args()
+    if a.command in ("sec-wire", "udp-forge", "newlink-race"):
+        # sroce_secwire imports this file as sroce_inject: the same module.
+        sys.modules.setdefault("sroce_inject", sys.modules[__name__])
+        import sroce_secwire
+        if a.command == "udp-forge":
+            for k in ("dst_ip", "qpn", "psn", "rkey", "va"):
+                if getattr(a, k) is None:
+                    ap.error("--%s is required for udp-forge" % k.replace("_", "-"))
+            return sroce_secwire.udp_forge(a)
+        if a.command == "newlink-race":
+            if not a.ns:
+                ap.error("--ns is required for newlink-race")
+            return sroce_secwire.newlink_race(a)
     if a.command == "selftest":
         ok = selftest()
         return 4 if ok is None else 0 if ok else 1
@@ -2003,6 +2062,8 @@ def main():
         a.seed = random.SystemRandom().getrandbits(31)
     random.seed(a.seed)
     ok = True
+    if a.command == "sec-wire":
+        return sroce_secwire.run(a)
     if a.command == "all":
         # One process for every phase (python and scapy take seconds to
         # start in a TCG guest): first the ICRC of the real traffic, before

@@ -1,0 +1,292 @@
+#!/bin/bash
+# timeout: 480
+#
+# Security regressions on the wire side: what a local user or a peer can do
+# to sroce QPs with packets, and a netlink race. One TAP line per case:
+#
+#   netns A: veth A, sroce device A (the peer: real requester QPs, and the
+#            injector's raw packet socket, sending from A's address)
+#   netns B: veth B, sroce device B (the target)
+#
+#  1. local_udp_rc, local_udp_uc: real RC and UC pairs A <-> B; an
+#     unprivileged user in netns B (nobody, no capabilities) sends
+#     ICRC-correct WRITE_ONLY/SEND_ONLY packets to B's own address, UDP 4791,
+#     from an ordinary UDP socket, with the victim's QPN, expected PSN, R_Key
+#     and VA. The source address is not the QP's peer: nothing may land
+#     (memory byte for byte the same, no receive completion), rcvd_bad_addr
+#     counts every packet, and the pair still passes a verified WRITE + SEND.
+#  2. dup_read_amplification: from A's address (raw frames), a 1 MiB READ to
+#     a victim QP on B, then duplicates of it: genuine resumes (from a PSN not
+#     before the last resume) are answered once each; resumes going
+#     backwards, the first PSN again (8 times), and resumes of a stream from
+#     PSNs it has not sent yet (8 at a time) are not answered and counted in
+#     dup_read_drop. Every response is sniffed; the bytes are reported.
+#  3. oversize: veth MTU 9000; datagrams to 4791 longer than the longest RoCE
+#     packet (4147 bytes: 4148, 8000 in one frame, 60000 in fragments), bad
+#     ICRC: counted in rcvd_oversize, not rcvd_icrc_err; a 4147-byte one still
+#     counts as an ICRC error.
+#  4. backlog_flood: while B streams a 128 MiB READ to a real requester on A
+#     (a SEND posted behind it waits in B's backlog), 2000 WRITE requests with
+#     PSNs 2^22 ahead of the expected one, then 2000 with PSNs 2^22 behind it
+#     (4000-byte payloads, MTU 9000), from A's address: resp_backlog_drop
+#     counts every one, slab memory grows by less than 6 MB during each half,
+#     the READ completes with the right data and the SEND is received.
+#  5. newlink_race: for 20 s, in a namespace: a veth pair, "rdma link add" on
+#     one end and the pair deleted during it, with netlink from python
+#     (sroce_inject.py newlink-race: the delay swept over the kernel's link
+#     add) and, concurrently, with the rdma and ip commands: no call hangs, no
+#     sroce device outlives its netdev's unlisting by more than 700 ms (the
+#     core's 1 s NETDEV_UNREGISTER rebroadcast, which ends such a wait, must
+#     not be needed) or is left at the end, and the kernel never logs
+#     "unregister_netdevice: waiting".
+#
+# Cases 1-4 run in one tools/inject/sroce_inject.py sec-wire process (python
+# starts slowly in a TCG guest); their table is tools/inject/sroce_secwire.py.
+# Knobs: SROCE_SECWIRE_CASES="a b" (a subset), SROCE_SECWIRE_READ_MB (the
+# flooded READ, 128), SROCE_SECWIRE_FLOOD (4000), SROCE_SECWIRE_DUP_KB (1024),
+# SROCE_SECWIRE_RACE_SECONDS (20), SROCE_SECWIRE_ORPHAN_MS (700),
+# SROCE_SECWIRE_ARGS (appended to the injector's sec-wire arguments, e.g.
+# "--mem-limit-kb 0" where freed memory is not returned at once: KASAN).
+export SR_TAG=sw # name prefix, see lib_sroce.sh
+# shellcheck source=selftests/lib_sroce.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
+
+inj=$SROCE_ROOT/tools/inject/sroce_inject.py
+nsa=${SR_ID}a nsb=${SR_ID}b
+va=${SR_ID}va vb=${SR_ID}vb
+da=${SR_ID}0 db=${SR_ID}1
+ipa=10.93.0.1 ipb=10.93.0.2
+all_cases=(local_udp_rc local_udp_uc dup_read_amplification oversize backlog_flood newlink_race)
+read -ra cases <<<"${SROCE_SECWIRE_CASES:-${all_cases[*]}}"
+read -ra extra <<<"${SROCE_SECWIRE_ARGS:-}"
+
+sr_setup
+require_cmd setpriv
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+"$PYTHON" -c 'import pyverbs' 2>/dev/null || skip "$PYTHON cannot import pyverbs (python3-pyverbs)"
+tmp=$(mktemp -d)
+defer rm -rf "$tmp"
+SROCE_T0=$(($(date +%s) - SECONDS))
+export SROCE_T0
+
+declare -A result=() why=()
+want() { [[ " ${cases[*]} " == *" $1 "* ]]; }
+
+# --- cases 1-4: the injector ----------------------------------------------------------
+py_cases=()
+for c in "${cases[@]}"; do
+	[[ $c == newlink_race ]] || py_cases+=("$c")
+done
+if ((${#py_cases[@]})); then
+	ns_create "$nsa"
+	ns_create "$nsb"
+	veth_pair "$nsa" "$va" "$nsb" "$vb"
+	check ip -n "$nsa" addr add "$ipa/24" dev "$va"
+	check ip -n "$nsb" addr add "$ipb/24" dev "$vb"
+	sr_link_add "$nsa" "$da" "$va"
+	sr_link_add "$nsb" "$db" "$vb"
+	gid_of() { # DEV ADDR: DEV's RoCE v2 GID index for ADDR, once it exists
+		local i
+		for ((i = 0; i < 50; i++)); do
+			sr_gid_index "$1" "$2" && return 0
+			sleep 0.2
+		done
+		fail "$1 has no RoCE v2 GID for $2"
+	}
+	ga=$(gid_of "$da" "$ipa")
+	gb=$(gid_of "$db" "$ipb")
+	wait_for "sr_ping $nsa $ipb" 10 || fail "no ping from $nsa to $ipb"
+	wait_for "sr_ping $nsb $ipa" 10 || fail "no ping from $nsb to $ipa"
+	mac_a=$(ip -n "$nsa" -j link show dev "$va" | jq -r '.[0].address')
+	mac_b=$(ip -n "$nsb" -j link show dev "$vb" | jq -r '.[0].address')
+	args=(--ns "$nsa" --ifname "$va" --src-mac "$mac_a" --dst-mac "$mac_b" --src-ip "$ipa"
+		--dst-ip "$ipb" --dev "$db" --peer-dev "$da" --gid-index "$gb" --peer-gid-index "$ga"
+		--peer-ns "$nsb" --peer-ifname "$vb" --cases "$(IFS=,; echo "${py_cases[*]}")"
+		--flood-read-mb "${SROCE_SECWIRE_READ_MB:-128}" --backlog-flood "${SROCE_SECWIRE_FLOOD:-4000}"
+		--dup-read-kb "${SROCE_SECWIRE_DUP_KB:-1024}" "${extra[@]}")
+	log "### [t=${SECONDS}s] sroce_inject.py sec-wire ${py_cases[*]}"
+	rc=0
+	"$PYTHON" "$inj" sec-wire "${args[@]}" 2>&1 | tee "$tmp/inj.log" || rc=$?
+	log "injector: exit $rc at t=${SECONDS}s"
+	for c in "${py_cases[@]}"; do
+		line=$(grep -E "^RESULT $c " "$tmp/inj.log" | tail -n1) || true
+		if [[ -z $line ]]; then
+			result[$c]=fail why[$c]="no result from the injector (exit $rc)"
+		elif [[ $line == "RESULT $c ok"* ]]; then
+			result[$c]=ok
+		else
+			result[$c]=fail why[$c]=${line#*: }
+		fi
+	done
+fi
+
+# --- case 5: rdma link add racing with the removal of its netdev -----------------------
+
+# bounded SECS CMD...: run CMD, but give up waiting after SECS (returns 124;
+# a task stuck in the kernel cannot be killed, so it is left to finish).
+bounded() {
+	local secs=$1
+	shift
+	"$@" &
+	bounded_wait "$secs" $! "$*"
+}
+
+# bounded_wait SECS PID WHAT: wait for background job PID for up to SECS;
+# its exit status, or 124 (and PID noted in $tmp/hung).
+bounded_wait() {
+	local i
+	for ((i = 0; i < $1 * 20; i++)); do
+		if ! kill -0 "$2" 2>/dev/null; then
+			wait "$2"
+			return
+		fi
+		sleep 0.05
+	done
+	log "  HANG: '$3' still running after $1s"
+	echo "$2" >>"$tmp/hung"
+	return 124
+}
+
+race_devices() { # the devices newlink_race made that still exist
+	local d
+	for d in "$SR_SYS/${SR_ID}L"* "$SR_SYS/${SR_ID}xK"*; do
+		[[ ! -e $d ]] || echo "${d##*/}"
+	done
+}
+race_cleanup() { # every device of newlink_race still there
+	local dev
+	for dev in $(race_devices); do rdma link delete "$dev" || true; done
+}
+
+# race_loop ID NS END: until $SECONDS reaches END, make a veth pair in NS,
+# start "rdma link add" on one end and delete the pair after a random delay
+# (none a quarter of the time, else up to 1.2 s: over the whole of link
+# add, from the start of the command to the end of the registration).
+# Writes "rounds added refused" to $tmp/race.ID and what went wrong to
+# $tmp/race.ID.probs.
+race_loop() {
+	local id=$1 ns=$2 end=$3 i=0 added=0 refused=0 n d pid rc t0 tl=0
+	trap - EXIT ERR
+	set +eE
+	: >"$tmp/race.$id.probs"
+	while ((SECONDS < end)); do
+		i=$((i + 1))
+		n=${SR_ID}$id$i
+		if ! bounded 15 ip -n "$ns" link add "$n" type veth peer name "${n}p"; then
+			echo "'ip link add $n' failed or hung" >>"$tmp/race.$id.probs"
+			break
+		fi
+		t0=$(date +%s%N)
+		ip netns exec "$ns" rdma link add "${SR_ID}L$id$i" type sroce netdev "$n" \
+			>"$tmp/nl.$id" 2>&1 &
+		pid=$!
+		d=$((RANDOM % 4 ? RANDOM % 1200 : 0))
+		((d == 0)) || sleep "$(printf "%d.%03d" $((d / 1000)) $((d % 1000)))"
+		rc=0
+		bounded 15 ip -n "$ns" link del "$n" || rc=$?
+		if [[ $rc == 124 ]]; then
+			echo "'ip link del $n' hung (delay ${d} ms)" >>"$tmp/race.$id.probs"
+			break
+		fi
+		rc=0
+		bounded_wait 15 "$pid" "rdma link add ${SR_ID}L$id$i" || rc=$?
+		if [[ $rc == 124 ]]; then
+			echo "'rdma link add ${SR_ID}L$id$i' hung (delay ${d} ms)" >>"$tmp/race.$id.probs"
+			break
+		fi
+		tl=$((tl + ($(date +%s%N) - t0) / 1000000))
+		if [[ $rc == 0 ]]; then added=$((added + 1)); else refused=$((refused + 1)); fi
+		echo "$i $added $refused $((tl / i))" >"$tmp/race.$id"
+	done
+}
+
+newlink_race() {
+	local ns=${SR_ID}r secs=${SROCE_SECWIRE_RACE_SECONDS:-20} racers=${SROCE_SECWIRE_RACERS:-1}
+	local probs=() left=() pids=() r rounds=0 added=0 refused=0 a b c ms dev nd pid py rc=0
+	ns_create "$ns"
+	defer_quiet race_cleanup
+	: >"$tmp/hung"
+	sr_dmesg_mark
+	# The injector's racer: netlink from python, the deletion swept over
+	# the kernel's link add (a command's start-up takes longer than link
+	# add itself in a TCG guest) ...
+	"$PYTHON" "$inj" newlink-race --ns "$ns" --seconds "$secs" --prefix "${SR_ID}x" \
+		--orphan-ms "${SROCE_SECWIRE_ORPHAN_MS:-700}" \
+		>"$tmp/pyrace.log" 2>&1 &
+	py=$!
+	# ... and the commands themselves, concurrently.
+	for ((r = 0; r < racers; r++)); do
+		echo "0 0 0 0" >"$tmp/race.$r"
+		race_loop "$r" "$ns" $((SECONDS + secs)) &
+		pids+=($!)
+	done
+	for r in "${!pids[@]}"; do
+		# A racer ends by its clock, or after 3 x 15 s stuck in a command.
+		bounded_wait $((secs + 60)) "${pids[r]}" "racer $r" || probs+=("racer $r did not end")
+		read -r a b c ms <"$tmp/race.$r"
+		rounds=$((rounds + a)) added=$((added + b)) refused=$((refused + c))
+		log "  racer $r: $a rounds, rdma link add succeeded $b time(s), failed $c, ${ms} ms each"
+		while read -r p; do probs+=("racer $r: $p"); done <"$tmp/race.$r.probs"
+	done
+	log "  $rounds rounds in ${secs}s: rdma link add succeeded $added time(s), failed $refused time(s)"
+	bounded_wait $((secs + 60)) "$py" "sroce_inject.py newlink-race" || rc=$?
+	sed 's/^/  /' "$tmp/pyrace.log"
+	case $rc in
+	0) ;;
+	124) probs+=("sroce_inject.py newlink-race did not end") ;;
+	*) probs+=("$(grep -m1 'NOT OK' "$tmp/pyrace.log" | sed 's/.*NOT OK: //' ||
+		echo "sroce_inject.py newlink-race exited $rc")") ;;
+	esac
+	# Every netdev is gone: so must every device made on one be, shortly.
+	# shellcheck disable=SC2016  # wait_for evals it
+	wait_for '[[ -z $(race_devices) ]]' 10 || true
+	for dev in $(race_devices); do
+		nd=$(ip netns exec "$ns" rdma link show "$dev/1" -j 2>/dev/null | jq -r '.[0].netdev // "none"')
+		left+=("$dev (netdev: $nd)")
+	done
+	if ((${#left[@]})); then
+		probs+=("${#left[@]} sroce device(s) left after their netdev was deleted: ${left[*]}")
+		log "  rdma link show:"
+		rdma link show | sed 's/^/    /'
+		# Deleting them releases the netdevs (and any stuck unregistration).
+		for dev in "${left[@]}"; do
+			bounded 15 rdma link delete "${dev%% *}" || true
+		done
+	fi
+	if sr_dmesg_since | grep -q "unregister_netdevice: waiting"; then
+		probs+=("kernel: $(sr_dmesg_since | grep "unregister_netdevice: waiting" | head -n1 | sed 's/^\[[^]]*\] //')")
+	fi
+	if [[ -s $tmp/hung ]]; then
+		log "  waiting up to 30 s for the hung commands to end"
+		while read -r pid; do
+			bounded_wait 30 "$pid" "pid $pid" || true
+		done <"$tmp/hung"
+	fi
+	if ((${#probs[@]})); then
+		why[newlink_race]=${probs[0]}
+		for p in "${probs[@]}"; do log "  NOT OK: $p"; done
+		return 1
+	fi
+	log "  ok: no device left on a deleted netdev, nothing hung, no unregister_netdevice wait"
+}
+
+if want newlink_race; then
+	log "### [t=${SECONDS}s] newlink_race"
+	if newlink_race; then result[newlink_race]=ok; else result[newlink_race]=fail; fi
+	log "RESULT newlink_race ${result[newlink_race]} (t=${SECONDS}s)"
+fi
+
+# --- verdicts -------------------------------------------------------------------------
+log "1..${#cases[@]}"
+n=0 failed=0
+for c in "${cases[@]}"; do
+	n=$((n + 1))
+	if [[ ${result[$c]:-} == ok ]]; then
+		log "ok $n - $c"
+	else
+		log "not ok $n - $c${why[$c]:+ # ${why[$c]}}"
+		failed=$((failed + 1))
+	fi
+done
+((failed == 0)) || fail "$failed of ${#cases[@]} case(s) failed"
+log "all ${#cases[@]} cases passed"

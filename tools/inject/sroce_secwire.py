@@ -1,0 +1,964 @@
+"""sroce_secwire: the wire-side security cases of selftests/sec_wire.sh.
+
+Imported by sroce_inject.py (commands sec-wire, udp-forge, newlink-race), whose wire,
+ICRC, victims and counters it uses. The cases are the table CASES at the
+end; each returns a list of problems (empty: passed) and ends with a line
+
+    RESULT <name> ok|FAIL [<first problem>]
+
+that sec_wire.sh turns into its TAP line.
+
+  local_udp_rc, local_udp_uc
+      A real RC (UC) pair between the peer device (netns A) and the target
+      (netns B). An unprivileged local user in netns B (nobody, through
+      setpriv, no capabilities) sends ICRC-correct WRITE_ONLY / SEND_ONLY
+      packets to B's own address, UDP 4791, from an ordinary UDP socket,
+      naming the target QP, its expected PSN, the R_Key and VA of its MR
+      (given to it: even with every secret known, a packet whose IP source
+      is not the QP's peer must be refused). The MR must stay byte for byte
+      as it was, no receive completes, rcvd_bad_addr moves by the number of
+      packets sent, and the pair still passes a verified WRITE and SEND.
+  dup_read_amplification
+      From the peer's address (raw frames from netns A, as the injector's
+      other cases), to a victim RC QP: a READ of --dup-read-kb, then
+      duplicates of it. Genuine resumes (each from a PSN not before the last
+      one) are answered once each; resumes going backwards, the first PSN
+      again (repeatedly) and resumes of a stream from a PSN it has not sent
+      yet are not answered. Every response is sniffed and its bytes counted;
+      dup_read_drop must count each refused request.
+  backlog_flood
+      A real RC pair; the requester READs --flood-read-mb from the target
+      and SENDs right after it (a request that must wait behind the READ
+      stream and then execute). While the READ streams, --backlog-flood
+      WRITE requests (4000-byte payloads, veth MTU 9000) go to the target
+      QP from the peer's address, half with PSNs 2^22 ahead of the expected
+      one, then half 2^22 behind it: for each half, resp_backlog_drop counts
+      them all (less what the veth dropped) and kernel slab memory grows by
+      less than --mem-limit-kb (0: not checked); the READ completes with
+      the right data and the SEND is received.
+  oversize
+      Veth MTU 9000 on both ends: datagrams longer than the longest RoCE
+      packet (BTH + XRCETH + AtomicETH + 4096 + 3 + ICRC = 4147 bytes): 8000
+      bytes in one frame, 60000 in IP fragments, and 4148, all with a bad
+      ICRC, are counted in rcvd_oversize and not in rcvd_icrc_err; one of
+      4147 bytes still counts in rcvd_icrc_err.
+
+newlink-race (a command of its own; selftests/sec_wire.sh runs it in its
+newlink_race case) is described at newlink_race() below.
+
+On a module without the new counters every case fails (the counter is
+missing), and the memory, bytes and completions are still checked and
+reported, to show what the attack does there.
+"""
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+import traceback
+
+import sroce_inject as inj
+from sroce_inject import log, tp, reth, pattern
+
+MTU = 1024                 # path MTU of every QP here
+FAR = 0x400000             # a PSN distance outside any receive window
+
+
+# --- helpers --------------------------------------------------------------------
+
+
+class Snap:
+    """Counter snapshots that tolerate counters the module does not have."""
+
+    def __init__(self, cnt):
+        self.cnt = cnt
+        self.have = set(cnt.names)
+
+    def take(self):
+        return self.cnt.snap()
+
+    def delta(self, c0, c1, name):
+        """c1 - c0 for name, or None if the module has no such counter."""
+        if name not in self.have:
+            return None
+        return c1[name] - c0[name]
+
+
+def want_delta(problems, snap, c0, c1, name, want, what=""):
+    d = snap.delta(c0, c1, name)
+    if d is None:
+        problems.append("the module has no %s counter" % name)
+    elif d != want:
+        problems.append("%s +%d, want +%d%s" % (name, d, want, what))
+    return d
+
+
+def meminfo_kb(key):
+    with open("/proc/meminfo") as f:
+        for ln in f:
+            if ln.startswith(key + ":"):
+                return int(ln.split()[1])
+    return 0
+
+
+def slab_active(name):
+    try:
+        with open("/proc/slabinfo") as f:
+            for ln in f:
+                p = ln.split()
+                if p and p[0] == name:
+                    return int(p[1])
+    except OSError:
+        pass
+    return -1
+
+
+def first_diff(a, b):
+    n = min(len(a), len(b))
+    for i in range(0, n, 4096):
+        if a[i:i + 4096] != b[i:i + 4096]:
+            for j in range(i, min(i + 4096, n)):
+                if a[j] != b[j]:
+                    return j
+    return n if len(a) != len(b) else -1
+
+
+def ndiff(a, b):
+    return sum(1 for x, y in zip(a, b) if x != y) + abs(len(a) - len(b))
+
+
+def set_mtu(a, mtu):
+    for ns, ifn in ((a.ns, a.ifname), (a.peer_ns, a.peer_ifname)):
+        subprocess.run(["ip", "-n", ns, "link", "set", "dev", ifn, "mtu", str(mtu)], check=True)
+
+
+class Jumbo:
+    """Veth MTU 9000 on both ends for a with block, 1500 again after."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __enter__(self):
+        if not self.a.peer_ifname:
+            raise RuntimeError("--peer-ifname is needed to raise the veth MTU")
+        set_mtu(self.a, 9000)
+        time.sleep(0.2)
+        return self
+
+    def __exit__(self, *exc):
+        set_mtu(self.a, 1500)
+
+
+class Pair:
+    """A real connected RC or UC QP pair: qa on the peer device (--peer-dev,
+    netns A, requester), qb on the target (--dev, netns B), each with its own
+    CQ. mr_b (mr_len bytes, remote write, and read for RC) is the target's
+    memory, mr_a the requester's READ destination, sa its send buffer."""
+
+    def __init__(self, s, kind, mr_len, recvs=4, recv_len=4096):
+        from pyverbs.pd import PD
+        from pyverbs.cq import CQ
+        from pyverbs.mr import MR
+        from pyverbs.qp import QP, QPCap, QPInitAttr
+        a, vb = s.a, s.vb
+        e = self.e = vb.e
+        self.kind = kind
+        self.recv_len = recv_len
+        self.pd_a = PD(vb.pctx)
+        self.cq_a = CQ(vb.pctx, 64)
+        self.cq_b = CQ(vb.ctx, 64)
+        lw = e.IBV_ACCESS_LOCAL_WRITE
+        acc = lw | e.IBV_ACCESS_REMOTE_WRITE | (e.IBV_ACCESS_REMOTE_READ if kind == "rc" else 0)
+        self.acc = acc
+        self.mr_b = MR(vb.pd, mr_len, acc)
+        self.mr_a = MR(self.pd_a, mr_len, lw)
+        self.sa = MR(self.pd_a, 1 << 16, lw)
+        self.rb = MR(vb.pd, recvs * recv_len, lw)
+        qpt = e.IBV_QPT_RC if kind == "rc" else e.IBV_QPT_UC
+        cap = QPCap(max_send_wr=16, max_recv_wr=recvs + 4, max_send_sge=1, max_recv_sge=1)
+        self.qa = QP(self.pd_a, QPInitAttr(qp_type=qpt, scq=self.cq_a, rcq=self.cq_a, cap=cap))
+        self.qb = QP(vb.pd, QPInitAttr(qp_type=qpt, scq=self.cq_b, rcq=self.cq_b, cap=cap))
+        import random
+        self.psn_a = random.getrandbits(24)     # qa's send PSN = qb's expected PSN
+        self.psn_b = random.getrandbits(24)
+        gid_a = vb.pctx.query_gid(1, a.peer_gid_index)
+        gid_b = vb.ctx.query_gid(1, a.gid_index)
+        self._connect(self.qa, self.qb.qp_num, gid_b, a.peer_gid_index, self.psn_b, self.psn_a)
+        self._connect(self.qb, self.qa.qp_num, gid_a, a.gid_index, self.psn_a, self.psn_b)
+        for i in range(recvs):
+            self.post_recv(i)
+
+    def _connect(self, qp, dqpn, dgid, sgid_index, rq_psn, sq_psn):
+        from pyverbs.addr import AHAttr, GlobalRoute
+        from pyverbs.qp import QPAttr
+        e = self.e
+
+        def modify(mask, **kw):
+            attr = QPAttr()
+            for k, v in kw.items():
+                setattr(attr, k, v)
+            qp.modify(attr, mask)
+        modify(e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS,
+               qp_state=e.IBV_QPS_INIT, pkey_index=0, port_num=1, qp_access_flags=self.acc)
+        gr = GlobalRoute(dgid=dgid, sgid_index=sgid_index, hop_limit=64)
+        mask = (e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN
+                | e.IBV_QP_RQ_PSN)
+        kw = dict(qp_state=e.IBV_QPS_RTR, ah_attr=AHAttr(port_num=1, is_global=1, gr=gr),
+                  path_mtu=3, dest_qp_num=dqpn, rq_psn=rq_psn)
+        if self.kind == "rc":
+            mask |= e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER
+            kw.update(max_dest_rd_atomic=8, min_rnr_timer=12)
+        modify(mask, **kw)
+        mask = e.IBV_QP_STATE | e.IBV_QP_SQ_PSN
+        kw = dict(qp_state=e.IBV_QPS_RTS, sq_psn=sq_psn)
+        if self.kind == "rc":
+            # 1 s ACK timeout: a TCG guest stalls for longer than 67 ms.
+            mask |= e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC
+            kw.update(timeout=18, retry_cnt=7, rnr_retry=7, max_rd_atomic=8)
+        modify(mask, **kw)
+
+    def post_recv(self, slot):
+        from pyverbs.wr import RecvWR, SGE
+        addr = self.rb.buf + slot * self.recv_len
+        self.qb.post_recv(RecvWR(wr_id=slot, num_sge=1, sg=[SGE(addr, self.recv_len, self.rb.lkey)]))
+
+    def _post(self, opcode, wr_id, addr, length, lkey, rdma=None):
+        from pyverbs.wr import SendWR, SGE
+        wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1, sg=[SGE(addr, length, lkey)],
+                    send_flags=self.e.IBV_SEND_SIGNALED)
+        if rdma:
+            wr.set_wr_rdma(rdma[1], rdma[0])
+        self.qa.post_send(wr)
+
+    def write(self, data, off, wr_id=11):
+        """qa WRITEs data to mr_b + off (from sa)."""
+        self.sa.write(data, len(data), 0)
+        self._post(self.e.IBV_WR_RDMA_WRITE, wr_id, self.sa.buf, len(data), self.sa.lkey,
+                   (self.mr_b.buf + off, self.mr_b.rkey))
+
+    def send(self, data, wr_id=12, off=0x8000):
+        self.sa.write(data, len(data), off)
+        self._post(self.e.IBV_WR_SEND, wr_id, self.sa.buf + off, len(data), self.sa.lkey)
+
+    def read(self, length, wr_id=13):
+        """qa READs length bytes of mr_b into mr_a."""
+        self._post(self.e.IBV_WR_RDMA_READ, wr_id, self.mr_a.buf, length, self.mr_a.lkey,
+                   (self.mr_b.buf, self.mr_b.rkey))
+
+    @staticmethod
+    def poll(cq, n, timeout):
+        """Up to n completions of cq within timeout seconds."""
+        out = []
+        end = time.monotonic() + timeout
+        while len(out) < n:
+            k, wcs = cq.poll(n - len(out))
+            if k:
+                out.extend(wcs[:k])
+                continue
+            if time.monotonic() >= end:
+                break
+            time.sleep(0.005)
+        return out
+
+    def close(self):
+        for o in (self.qa, self.qb, self.mr_a, self.mr_b, self.sa, self.rb, self.cq_a, self.cq_b,
+                  self.pd_a):
+            try:
+                o.close()
+            except Exception as ex:      # pylint: disable=broad-except
+                log("    note: closing %r: %s" % (o, ex))
+
+
+def verified_exchange(p, content):
+    """qa WRITEs 4 KiB into mr_b and SENDs 200 bytes: both arrive intact, and
+    nothing else in mr_b changes. Returns problems."""
+    probs = []
+    data = pattern(4096, 0xC0FFEE)
+    off = 0x2000
+    p.write(data, off)
+    if p.kind == "rc":
+        wcs = Pair.poll(p.cq_a, 1, 10)
+        if len(wcs) != 1 or wcs[0].status != 0:
+            probs.append("exchange: WRITE completion %s" % [w.status for w in wcs])
+    want = content[:off] + data + content[off + len(data):]
+    end = time.monotonic() + 5
+    while time.monotonic() < end and p.mr_b.read(len(want), 0) != want:
+        time.sleep(0.01)
+    got = p.mr_b.read(len(want), 0)
+    if got != want:
+        probs.append("exchange: after a WRITE of 4 KiB at %#x the MR differs at %d byte(s), the"
+                     " first at %#x" % (off, ndiff(got, want), first_diff(got, want)))
+    if p.kind == "uc":
+        Pair.poll(p.cq_a, 1, 5)
+    msg = pattern(200, 0xBEEF)
+    p.send(msg)
+    rw = Pair.poll(p.cq_b, 1, 10)
+    sw = Pair.poll(p.cq_a, 1, 10)
+    if len(rw) != 1 or rw[0].status != 0 or rw[0].byte_len != len(msg):
+        probs.append("exchange: SEND receive completion %s" % [(w.status, w.byte_len) for w in rw])
+    elif p.rb.read(len(msg), rw[0].wr_id * p.recv_len) != msg:
+        probs.append("exchange: the received SEND differs from what was sent")
+    if len(sw) != 1 or sw[0].status != 0:
+        probs.append("exchange: SEND completion %s" % [w.status for w in sw])
+    return probs
+
+
+# --- the cases -----------------------------------------------------------------------
+
+
+class SecWire:
+    def __init__(self, s):
+        self.s = s
+        self.a = s.a
+        self.snap = Snap(s.cnt)
+
+    # --- 1. local UDP sender, forged source ---------------------------------------------
+
+    def local_udp(self, kind):
+        a = self.a
+        p = Pair(self.s, kind, 1 << 16)
+        try:
+            return self._local_udp(p, kind, a)
+        finally:
+            p.close()
+
+    def _local_udp(self, p, kind, a):
+        content = pattern(1 << 16, 0x5EC)
+        p.mr_b.write(content, len(content), 0)
+        e = p.psn_a
+        va, rkey = p.mr_b.buf + 0x1000, p.mr_b.rkey
+        ops = ["write@0", "send@0", "send@1"] if kind == "rc" else ["write@0", "send@0"]
+        log("  victim %s QP %#x on %s, expected PSN %#x, MR va %#x rkey %#x; peer QP %#x on %s"
+            % (kind.upper(), p.qb.qp_num, a.dev, e, va, rkey, p.qa.qp_num, a.peer_dev))
+        cmd = ["ip", "netns", "exec", a.peer_ns, "setpriv", "--reuid=65534", "--regid=65534",
+               "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+               sys.executable, os.path.abspath(inj.__file__), "udp-forge", "--dst-ip", a.dst_ip,
+               "--transport", kind, "--qpn", str(p.qb.qp_num), "--psn", str(e),
+               "--rkey", str(rkey), "--va", str(va), "--ops", ",".join(ops)]
+        c0 = self.snap.take()
+        log("  + %s" % " ".join(cmd[4:6] + cmd[12:]))
+        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ,
+                           PYTHONDONTWRITEBYTECODE="1"), timeout=120)
+        for ln in (r.stdout + r.stderr).splitlines():
+            log("    attacker: %s" % ln)
+        probs = []
+        if r.returncode != 0:
+            probs.append("the unprivileged sender exited %d" % r.returncode)
+        # The datagrams are handled in the sender's softirq; let any answer
+        # or completion show.
+        time.sleep(1.0)
+        c1 = self.snap.take()
+        got = p.mr_b.read(len(content), 0)
+        if got != content:
+            probs.append("victim memory changed: %d byte(s) differ, the first at MR offset %#x"
+                         " (the forged WRITE landed)" % (ndiff(got, content), first_diff(got, content)))
+        else:
+            log("  ok: victim memory unchanged (%d bytes compared)" % len(content))
+        wcs = Pair.poll(p.cq_b, 4, 0.3)
+        if wcs:
+            probs.append("%d completion(s) on the victim: %s (a forged SEND was received)"
+                         % (len(wcs), [(w.opcode, w.status, w.byte_len) for w in wcs]))
+            for w in wcs:
+                p.post_recv(w.wr_id)
+        else:
+            log("  ok: no completion on the victim")
+        n = len(ops)
+        d = want_delta(probs, self.snap, c0, c1, "rcvd_bad_addr", n)
+        if d == n:
+            log("  ok: rcvd_bad_addr +%d" % d)
+            out = subprocess.run(["rdma", "statistic", "show", "link", "%s/1" % a.dev],
+                                 capture_output=True, text=True).stdout
+            if "rcvd_bad_addr %d" % c1["rcvd_bad_addr"] not in out:
+                probs.append("rdma statistic does not show rcvd_bad_addr %d: %s"
+                             % (c1["rcvd_bad_addr"], out.strip()))
+        icrc = self.snap.delta(c0, c1, "rcvd_icrc_err")
+        if icrc:
+            probs.append("rcvd_icrc_err +%d: the sender's ICRC was wrong, the test proves nothing"
+                         % icrc)
+        moved = ", ".join("%s +%d" % (k, c1[k] - c0[k]) for k in sorted(c1) if c1[k] != c0[k])
+        log("  counters: %s" % (moved or "none moved"))
+        ex = verified_exchange(p, content)
+        if not ex:
+            log("  ok: verified WRITE and SEND between the pair afterwards")
+        return probs + ex
+
+    # --- 2. duplicate READ amplification ------------------------------------------------
+
+    def dup_read(self):
+        from pyverbs.mr import MR
+        a, vb = self.a, self.s.vb
+        e_ = vb.e
+        L = a.dup_read_kb * 1024
+        n = L // MTU
+        big = MR(vb.pd, L, e_.IBV_ACCESS_LOCAL_WRITE | e_.IBV_ACCESS_REMOTE_READ)
+        v = inj.Victim(vb, "dup-read", "rc", "rtr", recvs=0, mtu=MTU)
+        try:
+            return self._dup_read(big, v, L, n)
+        finally:
+            v.qp.close()
+            big.close()
+
+    def _dup_read(self, big, v, L, n):
+        content = os.urandom(L)
+        big.write(content, L, 0)
+        e = v.psn
+        log("  victim RC QP %#x (peer: phantom QPN %#x), PSN %#x; READ of %d KiB = %d responses"
+            " at PMTU %d" % (v.qpn, v.remote, e, L >> 10, n, MTU))
+
+        def req(k):
+            return tp(inj.RC_READ_REQ, v.qpn, e + k, reth(big.buf + k * MTU, big.rkey, L - k * MTU))
+        # Each step: (what, [(PSN offset of a request, copies)...] sent back to
+        # back, the offset the one answer must start at (None: no answer),
+        # dup_read_drop wanted). A duplicate READ may restart the responses
+        # only from a PSN not before the last restart point and, while they
+        # stream, only from one already sent: the requests "ahead" below ask
+        # for PSNs the stream they follow has not reached (it takes far
+        # longer to get there than the requests take to arrive).
+        h, q, o, x = n // 2, n // 4, n // 8, n // 16
+        steps = [
+            ("the READ, and 8 requests to resume it at +%d, ahead of its stream" % h,
+             [(0, 1), (h, 8)], 0, 8),
+            ("a genuine resume at +%d" % o, [(o, 1)], o, 0),
+            ("a resume going backwards (+%d)" % x, [(x, 1)], None, 1),
+            ("the READ's first PSN again, 8 times", [(0, 8)], None, 8),
+            ("a genuine resume further on (+%d), and 8 requests to resume at +%d, ahead of"
+             " its stream" % (h, n - 8), [(h, 1), (n - 8, 8)], h, 8),
+            ("a resume going backwards again (+%d: between the READ and the last resume)" % q,
+             [(q, 1)], None, 1),
+        ]
+        probs = []
+        total = excess = 0
+        for i, (what, reqs, frm, drops) in enumerate(steps):
+            frames = [self.s.f4(req(k)) for k, c in reqs for _ in range(c)]
+            pr, nbytes = self.read_step(v, "step %d: %s" % (i + 1, what), frames, e, frm, n,
+                                        content, drops, first=(i == 0))
+            probs += pr
+            total += nbytes
+            excess += max(0, nbytes - (0 if frm is None else L - frm * MTU))
+            if i == 0:
+                v.psn = e + n
+        log("  READ response payload on the wire: %d bytes in all (%.1f x the READ), %d of them"
+            " more than the genuine requests asked for" % (total, total / L, excess))
+        return probs
+
+    def read_step(self, v, title, frames, e, frm, n, content, drops, first=False):
+        """Send READ request frames; collect the victim's responses until
+        they stop. frm: the PSN offset the only answer must start at (None:
+        no answer). Returns (problems, response payload bytes)."""
+        s = self.s
+        log("  --- %s: %d request(s)%s" % (title, len(frames), inj._stamp()))
+        s.w.drain()
+        self._sniff_stats()
+        c0 = self.snap.take()
+        t0 = time.monotonic()
+        s.w.send(frames)
+        want = 0 if frm is None else n - frm
+        got = []
+        last = time.monotonic()
+        deadline = t0 + self.a.step_timeout
+        while time.monotonic() < deadline:
+            new = s.answers()
+            now = time.monotonic()
+            if new:
+                got += new
+                last = now
+            c1 = self.snap.take()
+            dd = self.snap.delta(c0, c1, "dup_read_drop")
+            counted = dd is None or dd >= drops
+            # Done when what is wanted is in and nothing came for a while
+            # (longer when nothing is wanted: a refused request's answer
+            # would have to be seen), or when nothing came for 5 s.
+            quiet = 1.0 if want else 2.0
+            if now - last >= quiet and now - t0 >= quiet and (
+                    len(got) >= want and counted or now - last >= 5 and now - t0 >= 5):
+                break
+            time.sleep(0.02)
+        el = time.monotonic() - t0
+        c1 = self.snap.take()
+        lost = self._sniff_stats()
+        nbytes = sum(len(r.payload) for r in got)
+        sent = self.snap.delta(c0, c1, "sent_pkts")
+        sent_b = self.snap.delta(c0, c1, "sent_bytes")
+        log("    %d response(s), %d payload bytes sniffed in %.1f s (the target's sent_pkts +%s,"
+            " sent_bytes +%s%s)" % (len(got), nbytes, el, sent, sent_b,
+                                   ", the sniffer dropped %d" % lost if lost else ""))
+        probs = []
+        if frm is None:
+            if got or (sent or 0) > 0:
+                probs.append("%s: answered with %d response(s), %d bytes; want no answer"
+                             % (title, max(len(got), sent or 0), nbytes))
+        else:
+            psns = [r.psn for r in got]
+            want_psns = [(e + frm + i) & 0xFFFFFF for i in range(want)]
+            pl = b"".join(r.payload for r in got)
+            if psns != want_psns:
+                probs.append("%s: %d response(s) with PSNs %s..%s, want %d from %#x once"
+                             % (title, len(got), hex(psns[0]) if psns else "-",
+                                hex(psns[-1]) if psns else "-", want, want_psns[0]))
+            elif pl != content[frm * MTU:]:
+                probs.append("%s: response payload differs from the MR (first at %#x)"
+                             % (title, first_diff(pl, content[frm * MTU:])))
+            if any(not r.icrc_ok for r in got):
+                probs.append("%s: a response has a bad ICRC" % title)
+            if first and got and (got[0].kind() != ("read-first" if n > 1 else "read-only")):
+                probs.append("%s: first response is %s" % (title, got[0].kind()))
+        d = want_delta(probs, self.snap, c0, c1, "dup_read_drop", drops, " (%s)" % title)
+        log("    dup_read_drop +%s (want +%d)" % ("?" if d is None else d, drops))
+        log("    ok" if not probs else "    NOT OK (%d problem(s), listed at the end)" % len(probs))
+        return probs, nbytes
+
+    def _sniff_stats(self):
+        """Packets the sniffer dropped since the last call (PACKET_STATISTICS)."""
+        try:
+            b = self.s.w.sniffer.getsockopt(263, 6, 8)      # SOL_PACKET, PACKET_STATISTICS
+            return struct.unpack("II", b)[1]
+        except OSError:
+            return 0
+
+    # --- 4. backlog flood while a long READ streams ---------------------------------------
+
+    def backlog_flood(self):
+        a = self.a
+        L = a.flood_read_mb << 20
+        with Jumbo(a):
+            p = Pair(self.s, "rc", L)
+            try:
+                return self._backlog_flood(p, L)
+            finally:
+                p.close()
+
+    def _backlog_flood(self, p, L):
+        a, s = self.a, self.s
+        n = L // MTU
+        log("  filling %d MiB" % (L >> 20))
+        content = os.urandom(L)
+        p.mr_b.write(content, L, 0)
+        msg = pattern(256, 0xF100D)
+        after = (p.psn_a + n + 1) & 0xFFFFFF      # qb's expected PSN once READ and SEND are in
+        log("  READ of %d MiB (%d responses) by QP %#x from QP %#x, then a SEND (the expected PSN"
+            " is %#x after both)" % (L >> 20, n, p.qa.qp_num, p.qb.qp_num, after))
+        # Two halves: PSNs 2^22 ahead of the expected one, then 2^22 behind
+        # it; each must be dropped and counted, none held. Built beforehand:
+        # the READ does not last long.
+        payload = b"\xEE" * 4000
+        halves = [(half, sign, [s.f4(tp(inj.RC_WRITE_ONLY, p.qb.qp_num,
+                                        (after + sign * (FAR + i)) & 0xFFFFFF,
+                                        reth(p.mr_b.buf, p.mr_b.rkey, len(payload)), payload,
+                                        ackreq=1)) for i in range(128)])
+                  for half, sign in (("ahead", 1), ("behind", -1))]
+        drop0 = s._tx_dropped()
+        c0 = self.snap.take()
+        p.read(L)
+        t_read = time.monotonic()
+        p.send(msg)
+        def progress():
+            """READ responses the target has sent so far (it sends nothing else)."""
+            return self.s.cnt.snap(["sent_pkts"])["sent_pkts"] - c0["sent_pkts"]
+        # The stream has started when the target has sent a response.
+        end = time.monotonic() + 20
+        while time.monotonic() < end and progress() < 1:
+            time.sleep(0.005)
+        log("  the stream started %.2f s after the READ was posted" % (time.monotonic() - t_read))
+        probs = []
+        early = []
+        got = {}
+        for half, sign, frames in halves:
+            n_half = a.backlog_flood // 2
+            h0 = self.snap.take()
+            slab0, skb0 = meminfo_kb("Slab"), slab_active("skbuff_head_cache")
+            sent = 0
+            t0 = time.monotonic()
+            send = s.w.sock.send
+            while sent < n_half:
+                k = min(250, n_half - sent)
+                for i in range(k):
+                    send(frames[(sent + i) & 127])
+                sent += k
+                time.sleep(0.002)
+            t_flood = time.monotonic() - t0
+            s.w.sent += sent
+            slab1, skb1 = meminfo_kb("Slab"), slab_active("skbuff_head_cache")
+            h1 = self.snap.take()
+            done = progress()
+            early = Pair.poll(p.cq_a, 2, 0)
+            d = got[half] = self.snap.delta(h0, h1, "resp_backlog_drop")
+            log("  flood %s: %d WRITEs of %d bytes with PSNs %#x %s %#x.. in %.2f s;"
+                " resp_backlog_drop +%s; slab %+d kB, skbuff_head_cache %+d objects; %.1f s after"
+                " the READ was posted, %d of its %d responses sent"
+                % (half, sent, len(frames[0]), after, "+" if sign > 0 else "-", FAR, t_flood,
+                   "?" if d is None else d, slab1 - slab0, skb1 - skb0, time.monotonic() - t_read,
+                   done, n))
+            pr = []
+            if early or done >= n:
+                pr.append("the READ completed before the flood (%s) was over: it did not run against"
+                          " a streaming READ; raise --flood-read-mb" % half)
+            if a.mem_limit_kb and slab1 - slab0 > a.mem_limit_kb:
+                pr.append("kernel slab memory grew by %d kB during the flood %s (limit %d kB): it is"
+                          " being held" % (slab1 - slab0, half, a.mem_limit_kb))
+            log("    ok" if not pr else "    NOT OK (%d problem(s), listed at the end)" % len(pr))
+            probs += pr
+            if early or done >= n:
+                break
+        # The veth's drops, if any (never seen), are not in the target's counters.
+        dropped = s._tx_dropped() - drop0
+        for half, d in got.items():
+            want = a.backlog_flood // 2
+            if d is None:
+                probs.append("the module has no resp_backlog_drop counter")
+            elif not want - dropped <= d <= want:
+                probs.append("resp_backlog_drop +%d for the flood %s, want +%d (the veth dropped %d"
+                             " of the whole flood)" % (d, half, want, dropped))
+        wcs = early + Pair.poll(p.cq_a, 2 - len(early), a.step_timeout * 2)
+        t_done = time.monotonic() - t_read
+        rw = Pair.poll(p.cq_b, 1, 5)
+        c1 = self.snap.take()
+        st = [(w.wr_id, w.status) for w in wcs]
+        if sorted(st) != [(12, 0), (13, 0)]:
+            probs.append("requester completions %s, want the READ (13) and the SEND (12), both"
+                         " successful" % st)
+        else:
+            got = p.mr_a.read(L, 0)
+            if got != content:
+                probs.append("the READ's data differ from the target's MR (%d byte(s), the first"
+                             " at %#x)" % (ndiff(got, content), first_diff(got, content)))
+            else:
+                log("  ok: the READ completed in %.1f s with the right %d MiB" % (t_done, L >> 20))
+        if len(rw) != 1 or rw[0].status != 0 or p.rb.read(len(msg), rw[0].wr_id * p.recv_len) != msg:
+            probs.append("the SEND behind the READ was not received intact: %s"
+                         % [(w.status, w.byte_len) for w in rw])
+        else:
+            log("  ok: the SEND that waited behind the READ was received")
+        moved = ", ".join("%s +%d" % (k, c1[k] - c0[k]) for k in sorted(c1)
+                          if c1[k] != c0[k] and "bytes" not in k)
+        log("  counters: %s" % moved)
+        return probs
+
+    # --- 3. oversize datagrams -----------------------------------------------------------
+
+    def oversize(self):
+        with Jumbo(self.a):
+            return self._oversize()
+
+    def _oversize(self):
+        s = self.s
+        w = s.w
+        bad = b"\xde\xad\xbe\xef"
+        qpn = 0x123456      # the QPN does not matter: no QP is looked up
+        big = tp(inj.RC_SEND_ONLY, qpn, 1, payload=pattern(8000, 1))
+        huge = tp(inj.RC_SEND_ONLY, qpn, 2, payload=pattern(60000, 2))
+        hf = w.frame(huge, icrc_mode=bad, frag=0, ident=0x0515)
+        frags = w.split4(hf, size=8952)
+        # The longest RoCE packet: BTH, XRCETH + AtomicETH (the largest
+        # header set), 4096 bytes of payload, 3 of pad, the ICRC.
+        longest = 12 + 4 + 28 + 4096 + 3 + 4
+        edge = inj.bth(inj.RC_SEND_ONLY, qpn, 3) + pattern(longest - 12 - 4, 3)
+        over = edge + b"\0"
+        cases = [
+            ("an 8000-byte SEND in one frame", big, [w.frame(big, icrc_mode=bad)],
+             {"rcvd_oversize": 1, "rcvd_icrc_err": 0}),
+            ("a 60000-byte SEND in %d IP fragments" % len(frags), huge, frags,
+             {"rcvd_oversize": 1, "rcvd_icrc_err": 0}),
+            ("one byte longer than the longest RoCE packet", over, [w.frame(over, icrc_mode=bad)],
+             {"rcvd_oversize": 1, "rcvd_icrc_err": 0}),
+            ("as long as the longest RoCE packet (the control)", edge,
+             [w.frame(edge, icrc_mode=bad)], {"rcvd_oversize": 0, "rcvd_icrc_err": 1}),
+        ]
+        probs = []
+        for what, t, frames, want in cases:
+            log("  --- %s, bad ICRC: UDP payload %d bytes, %d frame(s) of up to %d bytes"
+                % (what, len(t) + 4, len(frames), max(len(f) for f in frames)))
+            c0 = self.snap.take()
+            w.send(frames)
+            end = time.monotonic() + 5
+            while time.monotonic() < end:
+                c1 = self.snap.take()
+                if sum(c1[k] - c0[k] for k in ("rcvd_oversize", "rcvd_icrc_err", "rcvd_malformed")
+                       if k in c1) >= 1:
+                    break
+                time.sleep(0.02)
+            time.sleep(0.2)
+            c1 = self.snap.take()
+            pr = []
+            for k, n in want.items():
+                want_delta(pr, self.snap, c0, c1, k, n, " (%s)" % what)
+            moved = ", ".join("%s +%d" % (k, c1[k] - c0[k]) for k in sorted(c1)
+                              if c1[k] != c0[k] and "bytes" not in k)
+            log("    counters: %s" % (moved or "none moved"))
+            log("    ok" if not pr else "    NOT OK (%d problem(s), listed at the end)" % len(pr))
+            probs += pr
+        return probs
+
+
+# Each case: (name, method, args).
+CASES = [
+    ("local_udp_rc", "local_udp", ("rc",)),
+    ("local_udp_uc", "local_udp", ("uc",)),
+    ("dup_read_amplification", "dup_read", ()),
+    ("oversize", "oversize", ()),
+    ("backlog_flood", "backlog_flood", ()),
+]
+NAMES = [c[0] for c in CASES]
+
+
+def run(a):
+    """The sec-wire command: the cases named by --cases (all by default), in
+    the table's order. Exit 0 if all passed."""
+    want = a.cases.split(",") if a.cases else NAMES
+    unknown = [c for c in want if c not in NAMES]
+    if unknown:
+        log("sec-wire: unknown case(s) %s; known: %s" % (", ".join(unknown), ", ".join(NAMES)))
+        return 2
+    s = inj.Session(a)
+    sw = SecWire(s)
+    ok = True
+    for name, meth, args in CASES:
+        if name not in want:
+            continue
+        log("### %s%s" % (name, inj._stamp()))
+        t0 = time.monotonic()
+        try:
+            probs = getattr(sw, meth)(*args)
+        except Exception:       # pylint: disable=broad-except
+            probs = ["exception: %s" % traceback.format_exc().strip().splitlines()[-1]]
+            log(traceback.format_exc())
+        el = time.monotonic() - t0
+        probs = list(dict.fromkeys(probs))      # each once, in order
+        for p in probs:
+            log("  NOT OK: %s" % p)
+        log("RESULT %s %s (%.1f s)%s" % (name, "FAIL" if probs else "ok", el,
+                                         (": " + probs[0]) if probs else ""))
+        ok &= not probs
+    s.close()
+    return 0 if ok else 1
+
+
+# --- the unprivileged sender ------------------------------------------------------------
+
+IP_MTU_DISCOVER, IP_PMTUDISC_DO = 10, 2
+
+
+def udp_forge(a):
+    """Forged RoCEv2 requests from an ordinary UDP socket (run as an
+    unprivileged user in the target's namespace): each --ops entry
+    (write@K / send@K, K a PSN offset from --psn) goes to --dst-ip port
+    4791 with an ICRC over the IPv4 and UDP headers the kernel will put in
+    front of it. Unconnected, with DF (IP_PMTUDISC_DO), so the IP ID is 0;
+    the source address is the one the route to --dst-ip picks, the source
+    port the one bound."""
+    caps = "?"
+    with open("/proc/self/status") as f:
+        for ln in f:
+            if ln.startswith("CapEff:"):
+                caps = ln.split()[1]
+    log("udp-forge: uid %d gid %d, effective capabilities %s" % (os.geteuid(), os.getegid(), caps))
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.connect((a.dst_ip, inj.ROCE_PORT))
+    src = probe.getsockname()[0]
+    probe.close()
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
+    s.bind((src, 0))
+    sport = s.getsockname()[1]
+    uc = inj.UC if a.transport == "uc" else 0
+    dst = socket.inet_aton(a.dst_ip)
+    for op in a.ops.split(","):
+        kind, k = op.split("@")
+        psn = (a.psn + int(k)) & 0xFFFFFF
+        if kind == "write":
+            data = b"FORGED-WRITE!!!!" * 16
+            t = tp(uc | inj.RC_WRITE_ONLY, a.qpn, psn, reth(a.va, a.rkey, len(data)), data, ackreq=1)
+        elif kind == "send":
+            data = b"FORGED-SEND-PSN-%06x" % psn * 8
+            t = tp(uc | inj.RC_SEND_ONLY, a.qpn, psn, payload=data, ackreq=1)
+        else:
+            raise SystemExit("udp-forge: unknown op %r" % op)
+        ulen = 8 + len(t) + 4
+        iph = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 0, 0x4000, 64, 17, 0,
+                          socket.inet_aton(src), dst)
+        udp = struct.pack("!HHHH", sport, inj.ROCE_PORT, ulen, 0)
+        s.sendto(t + inj.icrc(iph + udp + t), (a.dst_ip, inj.ROCE_PORT))
+        log("udp-forge: %s:%d -> %s:%d: %s opcode %#04x QPN %#x PSN %#x, %d payload bytes%s"
+            % (src, sport, a.dst_ip, inj.ROCE_PORT, kind.upper(), t[0], a.qpn, psn, len(data),
+               ", R_Key %#x VA %#x" % (a.rkey, a.va) if kind == "write" else ""))
+    s.close()
+    return 0
+
+
+# --- rdma link add racing with the netdev's removal ------------------------------------
+
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_EXCL, NLM_F_CREATE = 1, 4, 0x200, 0x400
+NLMSG_ERROR = 2
+RTM_NEWLINK, RTM_DELLINK, RTM_GETLINK = 16, 17, 18
+IFLA_IFNAME, IFLA_LINKINFO, IFLA_INFO_KIND, IFLA_INFO_DATA, VETH_INFO_PEER = 3, 18, 1, 2, 1
+NETLINK_ROUTE, NETLINK_RDMA = 0, 20
+# rdma/rdma_netlink.h: RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_NEWLINK)
+RDMA_NLDEV_NEWLINK = (5 << 10) + 3
+RDMA_NLDEV_ATTR_DEV_NAME, RDMA_NLDEV_ATTR_NDEV_NAME, RDMA_NLDEV_ATTR_LINK_TYPE = 2, 51, 65
+
+
+def _rta(t, payload):
+    n = 4 + len(payload)
+    return struct.pack("=HH", n, t) + payload + b"\0" * (-n & 3)
+
+
+def _ifinfo():
+    return struct.pack("=BxHiII", 0, 0, 0, 0, 0)
+
+
+class Netlink:
+    """A netlink socket (created in the namespace current at the time) and
+    requests that wait for their ACK: returns 0 or a positive errno."""
+
+    def __init__(self, proto):
+        self.s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, proto)
+        self.s.bind((0, 0))
+        self.seq = 0
+
+    def request(self, mtype, flags, body):
+        self.seq += 1
+        self.s.send(struct.pack("=IHHII", 16 + len(body), mtype, flags | NLM_F_REQUEST | NLM_F_ACK,
+                                self.seq, 0) + body)
+        while True:
+            data = self.s.recv(65536)
+            off = 0
+            while off + 16 <= len(data):
+                ln, t, _, seq, _ = struct.unpack_from("=IHHII", data, off)
+                if t == NLMSG_ERROR and seq == self.seq:
+                    return -struct.unpack_from("=i", data, off + 16)[0]
+                off += (ln + 3) & ~3
+                if ln < 16:
+                    break
+
+    def new_veth(self, name, peer):
+        info = _rta(IFLA_INFO_KIND, b"veth\0") + _rta(IFLA_INFO_DATA, _rta(
+            VETH_INFO_PEER, _ifinfo() + _rta(IFLA_IFNAME, peer.encode() + b"\0")))
+        return self.request(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, _ifinfo() + _rta(
+            IFLA_IFNAME, name.encode() + b"\0") + _rta(IFLA_LINKINFO, info))
+
+    def del_link(self, name):
+        return self.request(RTM_DELLINK, 0, _ifinfo() + _rta(IFLA_IFNAME, name.encode() + b"\0"))
+
+    def rdma_link_add(self, dev, ndev, kind="sroce"):
+        return self.request(RDMA_NLDEV_NEWLINK, 0, _rta(RDMA_NLDEV_ATTR_DEV_NAME, dev.encode() + b"\0")
+                            + _rta(RDMA_NLDEV_ATTR_NDEV_NAME, ndev.encode() + b"\0")
+                            + _rta(RDMA_NLDEV_ATTR_LINK_TYPE, kind.encode() + b"\0"))
+
+
+def newlink_race(a):
+    """The newlink-race command: for --seconds, in namespace --ns, a veth
+    pair, "rdma link add" (RDMA_NLDEV_CMD_NEWLINK) on one end from one thread
+    and the pair deleted (RTM_DELLINK) from another after a delay swept over
+    the whole of link add (measured first, without a race): netlink straight
+    from python, so that the deletion lands inside the kernel's link add
+    rather than in a command's start-up. Meanwhile the main thread watches
+    for the device existing while its netdev is already unlisted (being
+    unregistered): for longer than --orphan-ms, the device was left on its
+    dead netdev (a missed NETDEV_UNREGISTER, found only by the core's
+    rebroadcast a second later, or never). A call that does not return within
+    --hang-seconds is a hang; a device still there after both returned was
+    left behind. Devices are named --prefix + K + N, netdevs --prefix + N
+    (and N + "p")."""
+    import random
+    import statistics
+    import threading
+    sysfs = "/sys/class/infiniband/"
+    with inj.NetNS(a.ns):
+        rt, rt_del, rd = Netlink(NETLINK_ROUTE), Netlink(NETLINK_ROUTE), Netlink(NETLINK_RDMA)
+    probs = []
+    outcomes = {}
+    add_ms, del_ms, orphans = [], [], []
+    delays = []
+    end = time.monotonic() + a.seconds
+    i = 0
+    rng = random.Random(a.seed)
+    while time.monotonic() < end:
+        i += 1
+        nd, dev = "%s%d" % (a.prefix, i), "%sK%d" % (a.prefix, i)
+        err = rt.new_veth(nd, nd + "p")
+        if err:
+            probs.append("creating veth %s failed: %s" % (nd, os.strerror(err)))
+            break
+        res = {}
+
+        def add(dev=dev, nd=nd, res=res):
+            t = time.monotonic()
+            res["add"] = rd.rdma_link_add(dev, nd)
+            res["add_ms"] = (time.monotonic() - t) * 1000
+
+        def delete(nd=nd, res=res, delay=None):
+            if delay:
+                time.sleep(delay)
+            t = time.monotonic()
+            res["del"] = rt_del.del_link(nd)
+            res["del_ms"] = (time.monotonic() - t) * 1000
+        # Three calibration rounds: link add alone, then the deletion.
+        calib = i <= 3
+        if calib:
+            delay = None
+        else:
+            top = statistics.median(add_ms) * 1.3 / 1000
+            delay = 0 if rng.random() < 0.1 else rng.uniform(0, top)
+            delays.append(delay)
+        ta = threading.Thread(target=add, daemon=True)
+        ta.start()
+        if calib:
+            ta.join(a.hang_seconds)
+        td = threading.Thread(target=delete, kwargs={"delay": delay}, daemon=True)
+        td.start()
+        deadline = time.monotonic() + a.hang_seconds
+        since, orphan = None, 0.0
+        while (ta.is_alive() or td.is_alive()) and time.monotonic() < deadline:
+            now = time.monotonic()
+            if os.path.exists(sysfs + dev) and rt.request(RTM_GETLINK, 0, _ifinfo() + _rta(
+                    IFLA_IFNAME, nd.encode() + b"\0")) == 19:       # ENODEV: unlisted
+                since = now if since is None else since
+                orphan = max(orphan, now - since)
+            else:
+                since = None
+            time.sleep(0.02)
+        tag = "round %d (delay %s)" % (i, "-" if delay is None else "%.1f ms" % (delay * 1000))
+        if ta.is_alive() or td.is_alive():
+            what = " and ".join(w for w, th in (("rdma link add %s" % dev, ta), ("deleting %s" % nd, td))
+                                if th.is_alive())
+            probs.append("%s did not return within %d s, %s" % (what, a.hang_seconds, tag))
+            if os.path.exists(sysfs + dev):
+                probs.append("%s exists, on netdev %s that is being deleted" % (dev, nd))
+                log("newlink-race: releasing %s: rdma link delete" % dev)
+                subprocess.run(["rdma", "link", "delete", dev], timeout=60)
+                td.join(30)
+                log("newlink-race: the deletion of %s %s" % (nd, "returned" if not td.is_alive() else
+                                                            "is still stuck"))
+            break
+        if calib:
+            add_ms.append(res["add_ms"])
+        del_ms.append(res["del_ms"])
+        orphans.append(orphan * 1000)
+        key = "created, then removed" if res["add"] == 0 else "refused (%s)" % os.strerror(res["add"])
+        outcomes[key] = outcomes.get(key, 0) + 1
+        if orphan * 1000 >= a.orphan_ms:
+            probs.append("%s was left on its unregistered netdev %s for %.0f ms (link add %s in %.0f ms,"
+                         " the deletion took %.0f ms), %s"
+                         % (dev, nd, orphan * 1000, "ok" if not res["add"] else os.strerror(res["add"]),
+                            res["add_ms"], res["del_ms"], tag))
+        if os.path.exists(sysfs + dev):
+            probs.append("%s still exists after its netdev %s was deleted, %s" % (dev, nd, tag))
+            subprocess.run(["rdma", "link", "delete", dev], timeout=60)
+        if res["del"] not in (0, 19):       # ENODEV: gone already (never, here)
+            probs.append("deleting %s: %s" % (nd, os.strerror(res["del"])))
+            rt.del_link(nd)
+    log("newlink-race: %d rounds in %.0f s; rdma link add alone takes %s ms; deletion delays"
+        " %.1f..%.1f ms; %s" % (i, a.seconds, "/".join("%.0f" % x for x in add_ms),
+                                min(delays or [0]) * 1000, max(delays or [0]) * 1000,
+                                ", ".join("%s %d" % kv for kv in sorted(outcomes.items()))))
+    if del_ms:
+        log("newlink-race: deletions took %.0f..%.0f ms (median %.0f); the device outlived its"
+            " netdev's unlisting by at most %.0f ms (median %.0f; the limit is %d)"
+            % (min(del_ms), max(del_ms), statistics.median(del_ms), max(orphans),
+               statistics.median(orphans), a.orphan_ms))
+        log("newlink-race: per round, deletion/outlived ms: %s"
+            % " ".join("%.0f/%.0f" % x for x in zip(del_ms, orphans)))
+    for p in probs:
+        log("newlink-race: NOT OK: %s" % p)
+    return 1 if probs else 0

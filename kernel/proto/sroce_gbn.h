@@ -10,7 +10,7 @@
  *   2^timeout, times 2^retry_cnt); any progress goes back to the IBTA value.
  * - Slow restart: after a timeout the requester resends at most
  *   SROCE_GBN_RESTART_WINDOW PSNs beyond the oldest unacknowledged one, and
- *   the window doubles with each acknowledgement that makes progress, up to
+ *   the window doubles with each ACK that makes progress, up to
  *   SROCE_GBN_MAX_WINDOW. A sequence NAK (a loss, not a slow peer) keeps the
  *   window as it is.
  *
@@ -54,7 +54,7 @@ static inline u8 sroce_rto_backoff_next(u8 backoff, u8 retry_cnt)
 	return backoff < max ? backoff + 1 : max;
 }
 
-/* The window after an acknowledgement that made progress. */
+/* The window after an ACK that made progress. */
 static inline u32 sroce_gbn_window_grow(u32 window)
 {
 	if (window < SROCE_GBN_RESTART_WINDOW)

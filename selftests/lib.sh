@@ -10,6 +10,24 @@
 # any exit, so a failing test leaves no namespaces, links or modules behind.
 #
 # Exit codes follow kselftest: 0 pass, 1 fail, 4 skip.
+#
+# A test reports its sub-cases (each pingpong variant, each impairment, each
+# interop direction ...) with the subtest_* helpers below; run.sh counts them
+# (a test that reports none counts as one). Three styles, mixable:
+#
+#   subtest_begin "IPv4"          # linear: a case runs until the next
+#   ... checks, fail on error ... # subtest_begin/subtest_end or the end of
+#   subtest_end                   # the test; a fail/skip in it is its verdict
+#
+#   subtest "IPv6, events" run_it --ipv6 -e   # a function or command in a
+#                                 # subshell with its own defer scope: fail
+#                                 # ends the case, not the test
+#
+#   subtest_ok NAME / subtest_fail NAME WHY / subtest_skip NAME WHY
+#                                 # a verdict reached some other way
+#
+# A case skipped, or one whose figures went unchecked, is a skip, never a
+# pass. A test that recorded a failed case exits 1 even if it ends normally.
 
 set -eEuo pipefail
 
@@ -26,11 +44,13 @@ log() { printf '%s\n' "$*"; }
 
 fail() {
 	printf 'FAIL: %s\n' "$*" >&2
+	_sroce_why="$*"
 	exit "$KSFT_FAIL"
 }
 
 skip() {
 	printf 'SKIP: %s\n' "$*"
+	_sroce_why="$*"
 	# run.sh puts the reason on the TAP line.
 	[[ -z "${SROCE_SKIP_FILE:-}" ]] || printf '%s\n' "$*" >"$SROCE_SKIP_FILE"
 	exit "$KSFT_SKIP"
@@ -67,8 +87,165 @@ wait_for() {
 	done
 }
 
-# Report the failing command when "set -e" ends the test.
-trap 'log "FAIL: line $LINENO: $BASH_COMMAND (exit $?)" >&2' ERR
+# Report the failing command when "set -e" ends the test (and keep it as
+# the reason of the sub-case it ends).
+trap '_sroce_why="line $LINENO: $BASH_COMMAND (exit $?)"; log "FAIL: $_sroce_why" >&2' ERR
+
+# --- sub-cases (TAP subtests) -----------------------------------------------------
+#
+# Each verdict is a line "ok|fail|skip<TAB>NAME<TAB>WHY" appended to
+# $SROCE_SUBTEST_FILE (run.sh gives each test its own; a test run by hand
+# gets a temporary one), which run.sh reads after the test: what a test
+# reported survives its being killed. The live log line is for people.
+
+_sroce_case=''      # the open linear case (subtest_begin)
+_sroce_why=''       # why the test (or the case) is ending: fail, skip, ERR
+_sroce_in_subtest=0 # 1 in the subshell of "subtest NAME CMD..."
+if [[ -z "${SROCE_SUBTEST_FILE:-}" ]]; then
+	SROCE_SUBTEST_FILE=$(mktemp /tmp/sroce-subtests.XXXXXX)
+	_sroce_own_subtest_file=1
+fi
+export SROCE_SUBTEST_FILE
+
+# _subtest_put ok|fail|skip NAME [WHY]: one verdict, numbered in order.
+_subtest_put() {
+	local st=$1 name=$2 why=${3:-} n line
+	name=${name//[$'\t\n']/ }
+	name=${name//'#'/'\#'}
+	why=${why//[$'\t\n']/ }
+	why=${why:0:300}
+	{
+		flock -x 9
+		n=$(($(wc -l <"$SROCE_SUBTEST_FILE") + 1))
+		printf '%s\t%s\t%s\n' "$st" "$name" "$why" >>"$SROCE_SUBTEST_FILE"
+	} 9>>"$SROCE_SUBTEST_FILE"
+	case $st in
+	ok) line="ok $n - $name" ;;
+	fail) line="not ok $n - $name${why:+ # $why}" ;;
+	*) line="ok $n - $name # SKIP ${why:-no reason given}" ;;
+	esac
+	log "$line"
+}
+
+# _subtest_close: the open linear case, if any, passed.
+_subtest_close() {
+	local c=$_sroce_case
+	[[ -n $c ]] || return 0
+	_sroce_case=''
+	_subtest_put ok "$c"
+}
+
+# subtest_ok NAME / subtest_fail NAME WHY / subtest_skip NAME WHY: record a
+# verdict (after closing an open linear case as passed). They never end the
+# test; a failed case makes it exit 1 at the end.
+subtest_ok() {
+	_subtest_close
+	_subtest_put ok "$1"
+}
+subtest_fail() {
+	_subtest_close
+	_subtest_put fail "$1" "${2:-}"
+}
+subtest_skip() {
+	_subtest_close
+	_subtest_put skip "$1" "${2:-}"
+}
+
+# subtest_begin NAME: close the open case (passed) and open NAME. It passes
+# when the next subtest_* call or the end of the test comes without a fail;
+# fail (or a command "set -e" stops at) makes it fail, skip skip - both end
+# the test as usual.
+subtest_begin() {
+	_subtest_close
+	_sroce_case=$1
+	_sroce_why=''
+	log "--- $1"
+}
+
+# subtest_end: the open case passed.
+subtest_end() { _subtest_close; }
+
+# subtest_verdict NAME WHY: ok if WHY is empty, else failed with WHY.
+subtest_verdict() {
+	if [[ -z "${2:-}" ]]; then subtest_ok "$1"; else subtest_fail "$1" "$2"; fi
+}
+
+# subtest NAME CMD...: run CMD (typically a function) as case NAME, in a
+# subshell with "set -e", the ERR trap and its own defer scope (what it
+# defers is undone when it ends): fail or an unchecked error ends the case,
+# not the test; skip skips it. Exit 0 passes. Sets SUBTEST_RC to CMD's exit
+# status and returns 0, so the test goes on with the next case. CMD's
+# variable assignments do not reach the caller. Call it as a plain command,
+# not in an if/while condition or on the left of && or || (in such a place
+# bash suspends "set -e" for everything run from there, the case included).
+SUBTEST_RC=0
+subtest() {
+	local name=$1 rc=0 why=''
+	shift
+	_subtest_close
+	local wf
+	wf=$(mktemp /tmp/sroce-subtest-why.XXXXXX)
+	log "--- $name"
+	# In the background and then waited for: a subshell on the left of ||
+	# would run with "set -e" suspended.
+	(
+		_sroce_in_subtest=1 _sroce_case='' _sroce_why='' _sroce_deferred=()
+		_sroce_why_file=$wf
+		SROCE_SKIP_FILE=$wf.skip
+		trap _sroce_cleanup EXIT
+		trap 'exit 143' TERM
+		trap 'exit 130' INT
+		"$@"
+	) &
+	wait $! || rc=$?
+	SUBTEST_RC=$rc
+	case $rc in
+	0) _subtest_put ok "$name" ;;
+	"$KSFT_SKIP") _subtest_put skip "$name" "$(head -n1 "$wf.skip" 2>/dev/null)" ;;
+	*)
+		why=$(tail -n1 "$wf" 2>/dev/null)
+		_subtest_put fail "$name" "${why:-exit $rc}"
+		;;
+	esac
+	rm -f "$wf" "$wf.skip"
+	return 0
+}
+
+# subtests_from_tap FILE PREFIX RC: the TAP lines of FILE - a test program's
+# output: "ok - NAME", "not ok - NAME[ # WHY]", "ok - NAME # SKIP WHY", with
+# or without a number after ok - as sub-cases "PREFIX: NAME". RC is the
+# program's exit status: a program that failed without a "not ok" line to
+# show for it (a crash, a time limit) adds a failed case "PREFIX". Returns 0.
+subtests_from_tap() {
+	local file=$1 prefix=$2 rc=$3 line st name why nfail=0 n=0
+	_subtest_close
+	while IFS= read -r line; do
+		[[ $line =~ ^(not\ ok|ok)(\ [0-9]+)?\ -\ (.*)$ ]] || continue
+		st=${BASH_REMATCH[1]} name=${BASH_REMATCH[3]} why=''
+		if [[ $name == *' # '* ]]; then
+			why=${name#* # } name=${name%% # *}
+		fi
+		n=$((n + 1))
+		if [[ $st == 'not ok' ]]; then
+			nfail=$((nfail + 1))
+			_subtest_put fail "$prefix: $name" "$why"
+		elif [[ $why == [Ss][Kk][Ii][Pp]* ]]; then
+			why=${why#????}
+			_subtest_put skip "$prefix: $name" "${why# }"
+		else
+			_subtest_put ok "$prefix: $name"
+		fi
+	done <"$file"
+	if [[ $rc != 0 ]] && ((nfail == 0)); then
+		_subtest_put fail "$prefix" "exit $rc after $n reported case(s)"
+	elif ((n == 0)); then
+		_subtest_put ok "$prefix"
+	fi
+	return 0
+}
+
+# subtests_failed: how many cases failed so far.
+subtests_failed() { grep -c '^fail' "$SROCE_SUBTEST_FILE" || true; }
 
 # --- cleanup stack ----------------------------------------------------------------
 
@@ -89,10 +266,31 @@ _sroce_cleanup() {
 	local rc=$? i
 	set +eE
 	trap - ERR
+	# The open linear case ends with the test: its verdict is the test's.
+	if [[ -n $_sroce_case ]]; then
+		case $rc in
+		0) _subtest_close ;;
+		"$KSFT_SKIP") _subtest_put skip "$_sroce_case" "$_sroce_why" ;;
+		143) _subtest_put fail "$_sroce_case" "terminated (SIGTERM: the time limit?)${_sroce_why:+; $_sroce_why}" ;;
+		*) _subtest_put fail "$_sroce_case" "${_sroce_why:-exit $rc}" ;;
+		esac
+		_sroce_case=''
+	fi
+	if ((_sroce_in_subtest)); then
+		[[ $rc == 0 || -z $_sroce_why ]] || printf '%s\n' "$_sroce_why" >>"$_sroce_why_file"
+	fi
 	for ((i = ${#_sroce_deferred[@]} - 1; i >= 0; i--)); do
 		eval "${_sroce_deferred[i]}" || log "cleanup: '${_sroce_deferred[i]}' failed"
 	done
 	_sroce_deferred=()
+	if ((!_sroce_in_subtest)); then
+		# A failed case fails the test, however it ended.
+		if [[ $rc == 0 || $rc == "$KSFT_SKIP" ]] && grep -q '^fail' "$SROCE_SUBTEST_FILE" 2>/dev/null; then
+			log "$(grep -c '^fail' "$SROCE_SUBTEST_FILE") sub-case(s) failed"
+			rc=$KSFT_FAIL
+		fi
+		[[ -z ${_sroce_own_subtest_file:-} ]] || rm -f "$SROCE_SUBTEST_FILE"
+	fi
 	exit "$rc"
 }
 trap _sroce_cleanup EXIT

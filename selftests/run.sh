@@ -1,7 +1,9 @@
 #!/bin/bash
 # Run the selftests (selftests/*.sh) inside the VM guest, kselftest-style:
-# TAP 13 on stdout, each test's own output indented with "# ", then a final
-# "N passed, N failed, N skipped" line. Exit 0 iff nothing failed.
+# TAP on stdout, each test's own output indented with "# ", each test's
+# sub-cases as an indented TAP subtest block before its own line, then a
+# final "N passed, N failed, N skipped" line that counts sub-cases (a test
+# that reported none counts as one). Exit 0 iff nothing failed.
 #
 # usage: selftests/run.sh [--force] [--list] [--timeout SECS] [TEST...]
 #   TEST      a test name, with or without .sh, or a glob ('sroce_*'); the tests
@@ -17,6 +19,10 @@
 # A test passes with exit 0, is skipped with exit 4 (kselftest's KSFT_SKIP;
 # lib.sh's skip() also records the reason), and fails otherwise - or when the
 # kernel log gained a splat while it ran, even if it exited 0.
+# Sub-cases: lib.sh's subtest_* helpers append "ok|fail|skip<TAB>NAME<TAB>WHY"
+# lines to $SROCE_SUBTEST_FILE, one file per test. Each counts as one pass,
+# failure or skip; a test that failed (exit code, time limit, splat) without
+# a failed sub-case to show for it adds one failure of its own.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -103,25 +109,27 @@ log_since() {
 kmsg() { echo "$*" >/dev/kmsg 2>/dev/null || true; }
 
 passed=0 failed=0 skipped=0 n=0
-echo "TAP version 13"
+fpassed=0 ffailed=0 fskipped=0
+echo "TAP version 14"
 echo "1..${#tests[@]}"
 read -ra skip_tests <<<"${SROCE_SKIP_TESTS:-}"
 for name in "${tests[@]}"; do
 	n=$((n + 1))
 	if [[ " ${skip_tests[*]} " == *" $name "* ]]; then
 		echo "ok $n $name # SKIP ${SROCE_SKIP_REASON:-in SROCE_SKIP_TESTS}"
-		skipped=$((skipped + 1))
+		skipped=$((skipped + 1)) fskipped=$((fskipped + 1))
 		continue
 	fi
 	file=$here/$name.sh
 	limit=$(test_timeout "$file")
 	skip_file=$(mktemp)
+	sub_file=$(mktemp)
 	marker="sroce-selftest: start $name $$.$n.$RANDOM"
 	kmsg "$marker"
 	echo "# selftests: $name (timeout ${limit}s)"
 	start=$SECONDS
 	# timeout(1) gives the test its own process group and signals all of it.
-	SROCE_TEST_NAME=$name SROCE_SKIP_FILE=$skip_file \
+	SROCE_TEST_NAME=$name SROCE_SKIP_FILE=$skip_file SROCE_SUBTEST_FILE=$sub_file \
 		timeout -k 10 "$limit" bash "$file" </dev/null 2>&1 | sed -u 's/^/# /'
 	rc=${PIPESTATUS[0]}
 	kmsg "sroce-selftest: end $name rc=$rc"
@@ -134,31 +142,73 @@ for name in "${tests[@]}"; do
 		sed 's/^/# /' <<<"$splat"
 	fi
 
+	# The sub-cases, as a TAP subtest block, and their counts.
+	sp=0 sf=0 ss=0 k=0
+	while IFS=$'\t' read -r st sname why; do
+		[[ -n $st ]] || continue
+		((k == 0)) && echo "    # Subtest: $name"
+		k=$((k + 1))
+		case $st in
+		ok) echo "    ok $k - $sname"; sp=$((sp + 1)) ;;
+		fail) echo "    not ok $k - $sname${why:+ # $why}"; sf=$((sf + 1)) ;;
+		*) echo "    ok $k - $sname # SKIP ${why:-no reason given}"; ss=$((ss + 1)) ;;
+		esac
+	done <"$sub_file"
+	if ((k > 0)); then
+		echo "    1..$k"
+		echo "# $name: $k sub-cases: $sp passed, $sf failed, $ss skipped"
+	fi
+
+	verdict=pass
 	if [[ $splat_rc == 1 ]]; then
 		echo "not ok $n $name # kernel splat during $name (exit $rc)"
-		failed=$((failed + 1))
+		verdict=splat
 	elif [[ $splat_rc == 2 ]]; then
 		echo "not ok $n $name # user-space crash during $name (exit $rc)"
-		failed=$((failed + 1))
+		verdict=splat
 	elif [[ $splat_rc != 0 ]]; then
 		echo "not ok $n $name # check-splat failed ($splat_rc)"
-		failed=$((failed + 1))
-	elif [[ $rc == 0 ]]; then
+		verdict=splat
+	elif [[ $rc == 0 && $sf == 0 ]]; then
 		echo "ok $n $name"
-		passed=$((passed + 1))
-	elif [[ $rc == "$KSFT_SKIP" ]]; then
+	elif [[ $rc == "$KSFT_SKIP" && $sf == 0 ]]; then
 		reason=$(head -n1 "$skip_file")
 		echo "ok $n $name # SKIP ${reason:-no reason given}"
-		skipped=$((skipped + 1))
+		verdict=skip
 	elif [[ $rc == 124 || $rc == 137 ]]; then
 		echo "not ok $n $name # TIMEOUT ${limit} seconds"
-		failed=$((failed + 1))
+		verdict=fail
+	elif [[ $rc == 0 || $rc == "$KSFT_SKIP" ]]; then
+		echo "not ok $n $name # $sf sub-case(s) failed (exit $rc)"
+		verdict=fail
 	else
 		echo "not ok $n $name # exit=$rc"
-		failed=$((failed + 1))
+		verdict=fail
 	fi
-	rm -f "$skip_file"
+	case $verdict in
+	pass) fpassed=$((fpassed + 1)) ;;
+	skip) fskipped=$((fskipped + 1)) ;;
+	*) ffailed=$((ffailed + 1)) ;;
+	esac
+	if ((k == 0)); then
+		# No sub-cases: the test counts as one.
+		case $verdict in
+		pass) passed=$((passed + 1)) ;;
+		skip) skipped=$((skipped + 1)) ;;
+		*) failed=$((failed + 1)) ;;
+		esac
+	else
+		passed=$((passed + sp)) failed=$((failed + sf)) skipped=$((skipped + ss))
+		# A failure no sub-case accounts for (exit code, time limit), or a
+		# splat (never a sub-case's), is one more.
+		if [[ $verdict == splat ]] || [[ $verdict == fail && $sf == 0 ]]; then
+			failed=$((failed + 1))
+		fi
+	fi
+	rm -f "$skip_file" "$sub_file"
 done
 
+echo "# test files: ${#tests[@]}: $fpassed passed, $ffailed failed, $fskipped skipped;" \
+	"the counts below are of their sub-cases"
 echo "$passed passed, $failed failed, $skipped skipped"
-[[ $failed == 0 ]]
+[[ $failed == 0 && $ffailed == 0 ]]

@@ -124,12 +124,16 @@ for t in "$@"; do
 		say "skip: $t: $((budget - SECONDS)) s of the lane's budget left, it needs about $need s (SROCE_LANE_BUDGET=$budget)"
 		echo "ok 1 $t # SKIP out of CI's time budget" | tee -a /run/debug-lane-selftests.txt
 		skipped=$((skipped + 1))
+		say "test $t: 0 passed, 0 failed, 1 skipped"
 		continue
 	fi
 	"$root/selftests/run.sh" "$t" | tee /run/debug-lane-one.txt
 	cat /run/debug-lane-one.txt >>/run/debug-lane-selftests.txt
 	if read -r p f s < <(summary_counts /run/debug-lane-one.txt); then
 		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+		# One line per finished test (its sub-cases): what .ci/run adds up
+		# when CI's budget stops the lane before its closing line.
+		say "test $t: $p passed, $f failed, $s skipped"
 	else
 		verdict "selftests $t" 1 "selftests/run.sh printed no summary"
 	fi

@@ -23,6 +23,7 @@ veth_pair - rxe_v0 "$ns" rxe_v1
 check ip addr add "$addr/24" dev rxe_v0
 ns_exec "$ns" ip addr add 10.99.0.2/24 dev rxe_v1
 
+subtest_begin "rdma_rxe device up, with a RoCE v2 GID"
 check rdma link add "$dev" type rxe netdev rxe_v0
 defer_quiet rdma link delete "$dev"
 
@@ -37,6 +38,7 @@ wait_for "rdma_gid_index $dev $addr" 10 || fail "no RoCE v2 GID for $addr on $de
 gid=$(rdma_gid_index "$dev" "$addr")
 log "$dev is active; RoCE v2 GID index for $addr is $gid"
 
+subtest_begin "ibv_rc_pingpong over rdma_rxe"
 log "ibv_rc_pingpong over $dev (server and client on the same device)"
 ibv_rc_pingpong -d "$dev" -g "$gid" -p "$port" -n 100 >/tmp/pp-server.log 2>&1 &
 server=$!
@@ -48,6 +50,7 @@ wait "$server" || fail "pingpong server failed: $(cat /tmp/pp-server.log)"
 sed 's/^/client: /' /tmp/pp-client.log
 grep -q '100 iters' /tmp/pp-client.log || fail "client did not complete 100 iterations"
 
+subtest_begin "rdma link delete of the rxe device"
 check rdma link delete "$dev"
 expect_fail rdma link show "$dev/1"
 ibv_devices | grep -qw "$dev" && fail "$dev still listed after rdma link delete"

@@ -332,6 +332,15 @@ _sr_read_dir() {
 # test" keeps to CI's time budget), and each test's own *_FULL knob.
 sr_more() { [[ "${SROCE_FULL:-0}" == 1 ]]; }
 
+# sr_more_case NAME: for a sub-case of the long variant only: true with
+# SROCE_FULL=1; otherwise NAME is reported as skipped and it returns 1.
+#   sr_more_case v4-64 && pp4 v4-64 64 200 -c
+sr_more_case() {
+	sr_more && return 0
+	subtest_skip "$1" "long variant only (SROCE_FULL=1)"
+	return 1
+}
+
 # sr_have_provider: the built provider is there (then provider_env is in
 # effect for the rest of the test). SROCE_PROVIDER=/path/libsroce overrides
 # build/user/libsroce (the RDMAV_DRIVERS prefix of libsroce-rdmav34.so).

@@ -23,6 +23,7 @@ if _sroce_loaded; then
 fi
 defer_quiet rmmod sroce
 modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel
+subtest_begin "module alias rdma-link-sroce, found by modprobe"
 alias=$(modinfo -F alias "$(sroce_module_path)")
 sr_expect_eq "alias declared by $(sroce_module_path)" "$alias" rdma-link-sroce
 if [[ "${SROCE_AUTOLOAD_DEPMOD:-0}" == 1 ]]; then
@@ -58,6 +59,7 @@ sr_expect_eq "modprobe resolves the alias to" "$(modprobe -R rdma-link-sroce | t
 
 ns_create "$ns"
 sr_dummy "$ns" "$dev" "$mac"
+subtest_begin "rdma link add loads sroce.ko"
 [[ ! -e /sys/module/sroce ]] || fail "sroce is loaded before the test"
 sr_link_add "$ns" "$name" "$dev"
 [[ -e /sys/module/sroce ]] || fail "rdma link add worked but sroce.ko is not loaded?"
@@ -69,9 +71,10 @@ check ns_exec "$ns" rdma link delete "$name"
 sr_expect_sockets "$ns" no
 check rmmod sroce
 
-log "--- again, after rmmod: autoload is repeatable"
+subtest_begin "again after rmmod: autoload is repeatable"
 sr_link_add "$ns" "$name" "$dev"
 [[ -e /sys/module/sroce ]] || fail "sroce.ko not loaded by the second rdma link add"
 check ns_exec "$ns" rdma link delete "$name"
 check rmmod sroce
+subtest_end
 log "PASS"

@@ -30,41 +30,45 @@ nothing_left() {
 	fi
 }
 
-log "--- unknown netdev"
+subtest_begin "unknown netdev: ENODEV"
 sr_dmesg_mark
 sr_link_add_fails "$ns" "$bad" "${SR_ID}zz" "No such device"
 nothing_left "${SR_ID}zz"
 sr_expect_sockets "$ns" no
 
-log "--- tun device"
+subtest_end
 if modprobe tun 2>/dev/null && ip netns exec "$ns" ip tuntap add dev "$tun" mode tun; then
+	subtest_begin "tun device: EINVAL"
 	sr_dmesg_mark
 	sr_link_add_fails "$ns" "$bad" "$tun" "Invalid argument"
 	sr_expect_dmesg "sroce: $tun is not an Ethernet device"
 	nothing_left "$tun"
 	sr_expect_sockets "$ns" no
 else
-	log "NOTE: no tun support; tun case NOT checked"
+	subtest_skip "tun device: EINVAL" "no tun support in the guest"
 fi
 
-log "--- ipip device"
-require_module ipip
-check ip -n "$ns" link add "$ipip" type ipip local 10.0.0.1 remote 10.0.0.2
-check ip -n "$ns" link set "$ipip" up
-sr_dmesg_mark
-sr_link_add_fails "$ns" "$bad" "$ipip" "Invalid argument"
-sr_expect_dmesg "sroce: $ipip is not an Ethernet device"
-nothing_left "$ipip"
-sr_expect_sockets "$ns" no
+if modprobe ipip 2>/dev/null; then
+	subtest_begin "ipip device: EINVAL"
+	check ip -n "$ns" link add "$ipip" type ipip local 10.0.0.1 remote 10.0.0.2
+	check ip -n "$ns" link set "$ipip" up
+	sr_dmesg_mark
+	sr_link_add_fails "$ns" "$bad" "$ipip" "Invalid argument"
+	sr_expect_dmesg "sroce: $ipip is not an Ethernet device"
+	nothing_left "$ipip"
+	sr_expect_sockets "$ns" no
+else
+	subtest_skip "ipip device: EINVAL" "kernel module ipip is not available"
+fi
 
-log "--- loopback"
+subtest_begin "loopback: EINVAL"
 sr_dmesg_mark
 sr_link_add_fails "$ns" "$bad" lo "Invalid argument"
 sr_expect_dmesg "sroce: lo is not an Ethernet device"
 nothing_left lo
 sr_expect_sockets "$ns" no
 
-log "--- duplicate device name"
+subtest_begin "duplicate device name: EEXIST"
 sr_link_add "$ns" "$good" "$d0"
 sr_expect_sockets "$ns" yes
 sr_dmesg_mark
@@ -73,15 +77,16 @@ sr_expect_dmesg "sroce: an RDMA device named $good already exists"
 sr_expect_eq "$good still on" "$(sr_link_field "$good" netdev)" "$d0"
 nothing_left "$d1"
 
-log "--- second device on the same netdev"
+subtest_begin "second device on the same netdev: EEXIST"
 sr_dmesg_mark
 sr_link_add_fails "$ns" "$bad" "$d0" "File exists"
 sr_expect_dmesg "sroce: $d0 already has sroce device $good"
 ! sr_exists "$bad" || fail "$bad exists"
 sr_expect_eq "links on $d0" "$(ns_exec "$ns" rdma link show -j | jq -r --arg n "$d0" '[.[] | select(.netdev == $n) | .ifname] | join(" ")')" "$good"
 
-log "--- name of an rxe device"
+subtest_end
 if sr_rxe_use; then
+	subtest_begin "name of an rxe device: EEXIST"
 	sr_dummy - "${SR_ID}r"
 	check rdma link add "${SR_ID}rxe" type rxe netdev "${SR_ID}r"
 	defer_quiet rdma link delete "${SR_ID}rxe"
@@ -92,13 +97,15 @@ if sr_rxe_use; then
 	nothing_left "$d1"
 	check rdma link delete "${SR_ID}rxe"
 else
-	log "NOTE: rdma_rxe cannot be loaded; rxe-name case NOT checked"
+	subtest_skip "name of an rxe device: EEXIST" "rdma_rxe cannot be loaded"
 fi
 
+subtest_begin "the good device intact after the failures"
 # All the failures left the sockets of the good device alone, exactly one
 # pair, and deleting it closes them.
 sr_expect_sockets "$ns" yes
 sr_expect_port "$good" ACTIVE
 check ns_exec "$ns" rdma link delete "$good"
 sr_expect_sockets "$ns" no
+subtest_end
 log "PASS"

@@ -26,6 +26,7 @@ watcher=$!
 defer_quiet kill "$watcher"
 wait_for "grep -q 'async event FD' $events" 10 || fail "ibv_asyncwatch did not start: $(cat "$events")"
 
+subtest_begin "rdma link delete with the device open does not block"
 ns_exec "$ns" rdma link delete "$name" &
 deleter=$!
 if wait_for "! kill -0 $deleter" 10; then

@@ -39,7 +39,7 @@ no_warnings() { # no_warnings WHAT FILE
 	fi
 }
 
-log "--- ibv_devices"
+subtest_begin "ibv_devices lists the devices with their GUIDs"
 err=$(mktemp)
 defer rm -f "$err"
 list=$(ibv_devices 2>"$err") || fail "ibv_devices failed: $(cat "$err")"
@@ -51,7 +51,7 @@ if ((have_rxe)); then
 		"$(tr -d : <"$SR_SYS/$rxe/node_guid")"
 fi
 
-log "--- ibv_devinfo -v -d $name"
+subtest_begin "ibv_devinfo -v: sroce's attributes"
 info=$(sr_devinfo "$name" -v) || fail "ibv_devinfo -v -d $name failed: $(cat "$SR_DEVINFO_ERR")"
 no_warnings "ibv_devinfo -d $name" "$SR_DEVINFO_ERR"
 field() { sr_devinfo_field "$info" "$1"; }
@@ -83,21 +83,24 @@ grep -qE 'GID\[ *[0-9]+\]:[[:space:]]+fe80::a8bb:ccff:fedd:eeff, RoCE v2$' <<<"$
 	fail "no link-local RoCE v2 GID line: $(grep GID <<<"$info")"
 grep -qE 'GID\[ *[0-9]+\]:[[:space:]]+::ffff:10.66.0.1, RoCE v2$' <<<"$info" ||
 	fail "no RoCE v2 GID line for 10.66.0.1: $(grep GID <<<"$info")"
+subtest_begin "ibv_devinfo -v: RoCE v2 GIDs"
 if grep GID <<<"$info" | grep -v 'RoCE v2$'; then
 	fail "GIDs other than RoCE v2"
 fi
 log "ok: GID lines: $(grep -c GID <<<"$info"), all RoCE v2"
 
 if ((have_rxe)); then
-	log "--- ibv_devinfo -d $rxe with both providers present"
+	subtest_begin "ibv_devinfo of an rxe device with both providers"
 	rinfo=$(sr_devinfo "$rxe") || fail "ibv_devinfo -d $rxe failed: $(cat "$SR_DEVINFO_ERR")"
 	no_warnings "ibv_devinfo -d $rxe" "$SR_DEVINFO_ERR"
 	sr_expect_eq "$rxe hca_id" "$(sr_devinfo_field "$rinfo" hca_id)" "$rxe"
 	sr_expect_eq "$rxe node_guid" "$(sr_devinfo_field "$rinfo" node_guid)" "$(cat "$SR_SYS/$rxe/node_guid")"
 	[[ "$(sr_devinfo_field "$rinfo" vendor_part_id)" != 21330 ]] || fail "$rxe reports sroce's vendor_part_id"
+else
+	subtest_skip "ibv_devinfo of an rxe device with both providers" "rdma_rxe cannot be loaded"
 fi
 
-log "--- without the sroce provider, nobody claims a sroce device"
+subtest_begin "without the sroce provider, nobody claims a sroce device"
 list=$(env -u RDMAV_DRIVERS ibv_devices 2>&1)
 if awk '{print $1}' <<<"$list" | grep -qx "$name"; then
 	fail "ibv_devices without the sroce provider lists $name: another provider claimed it"
@@ -106,4 +109,5 @@ if ((have_rxe)); then
 	awk '{print $1}' <<<"$list" | grep -qx "$rxe" || fail "without the sroce provider, $rxe is not listed"
 fi
 log "ok: $name unclaimed without the sroce provider"
+subtest_end
 log "PASS"

@@ -53,7 +53,9 @@ expect_gid() {
 	fi
 }
 
+subtest_begin "link-local GID from the MAC"
 expect_gid "$ll" yes
+subtest_begin "added IPv4 and IPv6 addresses become GIDs"
 expect_gid "$v4" no
 check ip -n "$ns" addr add "$v4/24" dev "$dev"
 expect_gid "$v4" yes
@@ -61,7 +63,7 @@ check ip -n "$ns" addr add "$v6/64" dev "$dev" nodad
 expect_gid "$v6" yes
 expect_gid "$v4" yes
 
-log "--- only RoCE v2 GIDs, only of $dev"
+subtest_begin "only RoCE v2 GIDs, only of the device's netdev"
 gids=$(sr_gids "$name")
 log "GID table: $gids"
 while read -r idx gid t1 t2 ndev; do
@@ -72,7 +74,7 @@ sr_expect_eq "number of GIDs (link-local, IPv4, IPv6)" "$(wc -l <<<"$gids")" 3
 expect_gid "$other4" no
 expect_gid "$other6" no
 
-log "--- deleting addresses"
+subtest_begin "deleted addresses lose their GIDs"
 check ip -n "$ns" addr del "$v4/24" dev "$dev"
 expect_gid "$v4" no
 expect_gid "$v6" yes
@@ -81,9 +83,10 @@ expect_gid "$v6" no
 expect_gid "$ll" yes
 sr_expect_eq "number of GIDs left" "$(sr_gids "$name" | wc -l)" 1
 
-log "--- re-adding after delete, and an address added while the port is down"
+subtest_begin "re-added while the port is down"
 check ip -n "$ns" link set "$dev" down
 check ip -n "$ns" addr add "$v4/24" dev "$dev"
 check ip -n "$ns" link set "$dev" up
 expect_gid "$v4" yes
+subtest_end
 log "PASS"

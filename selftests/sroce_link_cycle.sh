@@ -20,6 +20,7 @@ guid0=$(sr_guid_of_mac "$mac0")
 
 sr_expect_sockets "$ns" no
 sr_dmesg_mark
+subtest_begin "$CYCLES x rdma link add, verify, delete"
 for ((i = 1; i <= CYCLES; i++)); do
 	sr_link_add "$ns" "$name" "$d0"
 	[[ "$(<"$SR_SYS/$name/node_guid")" == "$guid0" ]] || fail "cycle $i: node_guid $(<"$SR_SYS/$name/node_guid"), want $guid0"
@@ -36,7 +37,7 @@ done
 created=$(sr_dmesg_since | grep -c "sroce: $name created on $d0") || true
 sr_expect_eq "'$name created on $d0' kernel log lines" "$created" "$CYCLES"
 
-log "--- two devices in one namespace"
+subtest_begin "two devices in one namespace share the sockets"
 sr_link_add "$ns" "${name}0" "$d0"
 sr_expect_sockets "$ns" yes
 sr_link_add "$ns" "${name}1" "$d1"
@@ -54,4 +55,5 @@ check ns_exec "$ns" rdma link delete "${name}1"
 sr_expect_sockets "$ns" yes
 check ns_exec "$ns" rdma link delete "${name}0"
 sr_expect_sockets "$ns" no
+subtest_end
 log "PASS"

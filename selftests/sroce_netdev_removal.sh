@@ -20,7 +20,7 @@ ns_create "$ns1"
 ns_create "$ns2"
 sr_dmesg_mark
 
-log "--- 1. deleting a dummy"
+subtest_begin "deleting a dummy"
 sr_dummy "$ns1" "${SR_ID}d"
 sr_link_add "$ns1" "${name}d" "${SR_ID}d"
 sr_expect_sockets "$ns1" yes
@@ -29,7 +29,7 @@ sr_wait_gone "${name}d"
 sr_expect_sockets "$ns1" no
 log "ok: ${name}d removed with its dummy"
 
-log "--- 2. deleting a veth pair with a device on each end"
+subtest_begin "deleting a veth pair with a device on each end"
 veth_pair "$ns1" "${SR_ID}a" "$ns2" "${SR_ID}b"
 sr_link_add "$ns1" "${name}a" "${SR_ID}a"
 sr_link_add "$ns2" "${name}b" "${SR_ID}b"
@@ -42,7 +42,7 @@ sr_expect_sockets "$ns1" no
 sr_expect_sockets "$ns2" no
 log "ok: both veth devices removed"
 
-log "--- 3. deleting a namespace holding a device (and a veth end)"
+subtest_begin "deleting a namespace holding a device (and a veth end)"
 ip netns add "$ns3"
 defer_quiet ip netns del "$ns3"
 veth_pair "$ns3" "${SR_ID}c" "$ns1" "${SR_ID}e"
@@ -58,7 +58,7 @@ sr_wait_gone "${name}e" 20
 sr_expect_sockets "$ns1" no
 log "ok: namespace deletion removed its devices and the peer's"
 
-log "--- 4. moving the netdev to another namespace"
+subtest_begin "moving the netdev to another namespace"
 ns_create "$ns4"
 sr_dummy "$ns1" "${SR_ID}m"
 defer_quiet ip -n "$ns4" link del "${SR_ID}m"
@@ -76,6 +76,7 @@ check ip -n "$ns4" link del "${SR_ID}m"
 sr_wait_gone "${name}m"
 sr_expect_sockets "$ns4" no
 
+subtest_begin "kernel log: no stuck netdev, no sroce failure"
 sleep 1
 if sr_dmesg_since | grep -E 'unregister_netdevice: waiting for|sroce: .*fail'; then
 	fail "kernel log shows a stuck netdev or a sroce failure"

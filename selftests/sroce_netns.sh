@@ -22,6 +22,7 @@ sr_rxe_use || skip "rdma_rxe cannot be loaded (is UDP 4791 of the initial namesp
 sr_dummy - "$rxedev"
 check rdma link add "$rxe" type rxe netdev "$rxedev"
 defer_quiet rdma link delete "$rxe"
+subtest_begin "rxe in the initial namespace, sroce in two others"
 init_socks=$(sr_sockets -)
 [[ -n "$init_socks" ]] || fail "rdma_rxe holds no UDP 4791 socket in the initial namespace?"
 log "initial namespace 4791 sockets (rxe): $init_socks"
@@ -54,6 +55,7 @@ wait_for "sr_gid_index $sa 192.0.2.1" 10 || fail "$sa: no GID for 192.0.2.1: $(s
 wait_for "sr_gid_index $sb 192.0.2.2" 10 || fail "$sb: no GID for 192.0.2.2: $(sr_gids "$sb")"
 
 if sr_have_provider; then
+	subtest_begin "ibv_devices and ibv_devinfo see all three devices"
 	list=$(ibv_devices 2>&1)
 	log "$list"
 	for d in "$rxe" "$sa" "$sb"; do
@@ -68,10 +70,10 @@ if sr_have_provider; then
 	# Inside a namespace too.
 	ns_exec "$ns1" ibv_devices | grep -qw "$sa" || fail "ibv_devices in $ns1 does not list $sa"
 else
-	log "NOTE: no provider: ibv_devices/ibv_devinfo NOT checked"
+	subtest_skip "ibv_devices and ibv_devinfo see all three devices" "no provider (build/user/libsroce-rdmav34.so)"
 fi
 
-log "--- sroce where rxe holds UDP 4791: the initial namespace"
+subtest_begin "sroce where rxe holds UDP 4791: EADDRINUSE, nothing left"
 sr_dummy - "${SR_ID}x"
 sr_dmesg_mark
 sr_link_add_fails - "$bad" "${SR_ID}x" "Address already in use"
@@ -90,4 +92,5 @@ sr_expect_sockets "$ns2" yes
 check ns_exec "$ns2" rdma link delete "$sb"
 sr_expect_sockets "$ns2" no
 sr_expect_eq "initial namespace 4791 sockets at the end" "$(sr_sockets -)" "$init_socks"
+subtest_end
 log "PASS"

@@ -18,8 +18,9 @@
 #
 # SROCE_RC_BACKEND=rxe runs the same exchanges over one rdma_rxe device in the
 # initial namespace (both "sides" on it): a check of this script, not of sroce.
-# SROCE_FULL=1 adds the runs marked sr_more below (more sizes and modes of
-# what the default set already covers).
+# SROCE_FULL=1 adds the runs marked sr_more_case below (more sizes and modes
+# of what the default set already covers; skipped sub-cases otherwise).
+# Each run is a sub-case.
 SR_TAG=pp
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -173,7 +174,7 @@ pp() {
 	[[ -n "$why" ]] || why=$(pp_verify "$tag" "$size" "$iters" "$saddr" "$caddr")
 	if [[ -n "$why" ]]; then
 		failures=$((failures + 1))
-		log "NOT OK: $tag: $why"
+		subtest_fail "$tag" "$why"
 		sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
 		sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
 		log "  kernel log since the start of the test:"
@@ -182,6 +183,7 @@ pp() {
 	fi
 	log "ok: $tag ($((SECONDS - t0))s): $(grep -h 'bytes in' "$tmp/$tag.cli")," \
 		"$(grep -h 'iters in' "$tmp/$tag.cli" | sed 's/.*= //')"
+	subtest_ok "$tag"
 }
 
 # pp_verify TAG SIZE ITERS SADDR CADDR: empty output if both sides' reports
@@ -220,24 +222,24 @@ ppl() { pp "$1" "$2" "$3" "$nsl" "$devl" "$gl" "$nsl" "$devl" "$gl" "$srvl" "$v4
 # Iterations: TCG moves some 30-70 MB/s; keep each run to a few seconds.
 log "=== two namespaces, IPv4 GIDs"
 pp4 v4-1 1 200 -c
-sr_more && pp4 v4-64 64 200 -c
-sr_more && pp4 v4-4k 4096 100 -c
+sr_more_case v4-64 && pp4 v4-64 64 200 -c
+sr_more_case v4-4k && pp4 v4-4k 4096 100 -c
 pp4 v4-64k 65536 30 -c
 pp4 v4-1m 1048576 6 -c
 pp4 v4-events 4096 100 -c -e
-sr_more && pp4 v4-events-64k 65536 20 -c -e
+sr_more_case v4-events-64k && pp4 v4-events-64k 65536 20 -c -e
 pp4 v4-wrapi 4096 100 -c -N
 pp4 v4-rxdepth 64 300 -c -r 16
 
 log "=== two namespaces, IPv6 GIDs"
-sr_more && pp6 v6-1 1 200 -c
-sr_more && pp6 v6-4k 4096 100 -c
+sr_more_case v6-1 && pp6 v6-1 1 200 -c
+sr_more_case v6-4k && pp6 v6-4k 4096 100 -c
 pp6 v6-64k 65536 30 -c
 pp6 v6-1m 1048576 6 -c -e
 
 log "=== one device looping back"
-sr_more && ppl lo-1 1 200 -c
-sr_more && ppl lo-4k 4096 100 -c
+sr_more_case lo-1 && ppl lo-1 1 200 -c
+sr_more_case lo-4k && ppl lo-4k 4096 100 -c
 ppl lo-64k 65536 30 -c
 ppl lo-1m 1048576 6 -c
 ppl lo-events 4096 100 -c -e

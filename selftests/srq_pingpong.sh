@@ -23,8 +23,9 @@
 # Each run must exit 0 on both sides, print "invalid data" nowhere, report
 # "<2*size*iters> bytes in T seconds" and "<iters> iters in T seconds" with a
 # positive rate, and list one remote address per QP, each with the peer's GID.
-# SROCE_FULL=1 adds the runs marked sr_more below (more sizes and modes of
-# what the default set already covers).
+# SROCE_FULL=1 adds the runs marked sr_more_case below (more sizes and modes
+# of what the default set already covers; skipped sub-cases otherwise).
+# Each run is a sub-case.
 SR_TAG=srq
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -156,7 +157,7 @@ pp() {
 	[[ -n "$why" ]] || why=$(pp_verify "$tag" "$size" "$iters" "$nqp" "$saddr" "$caddr")
 	if [[ -n "$why" ]]; then
 		failures=$((failures + 1))
-		log "NOT OK: $tag: $why"
+		subtest_fail "$tag" "$why"
 		sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
 		sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
 		log "  kernel log since the start of the test:"
@@ -165,6 +166,7 @@ pp() {
 	fi
 	log "ok: $tag ($((SECONDS - t0))s): $(grep -h 'bytes in' "$tmp/$tag.cli")," \
 		"$(grep -h 'iters in' "$tmp/$tag.cli" | sed 's/.*= //')"
+	subtest_ok "$tag"
 }
 
 # pp_verify TAG SIZE ITERS NQP SADDR CADDR: empty output if both sides'
@@ -206,24 +208,24 @@ ppl6() { pp "$1" "$2" "$3" "$4" "$nsl" "$devl" "$gl6" "$nsl" "$devl" "$gl6" "$sr
 # Iterations: TCG moves some 30-70 MB/s; keep each run to a few seconds.
 log "=== two namespaces, IPv4 GIDs"
 pp4 v4-q1 64 200 1 -c
-sr_more && pp4 v4-q4-1 1 400 4 -c
-sr_more && pp4 v4-q4-4k 4096 200 4 -c
+sr_more_case v4-q4-1 && pp4 v4-q4-1 1 400 4 -c
+sr_more_case v4-q4-4k && pp4 v4-q4-4k 4096 200 4 -c
 pp4 v4-q4-64k 65536 40 4 -c
 pp4 v4-q16 1024 400 16 -c
 pp4 v4-q4-shallow 64 400 4 -c -r 8
 pp4 v4-q4-events 4096 200 4 -c -e
-sr_more && pp4 v4-q4-events-64k 65536 32 4 -c -e
+sr_more_case v4-q4-events-64k && pp4 v4-q4-events-64k 65536 32 4 -c -e
 
 log "=== two namespaces, IPv6 GIDs"
-sr_more && pp6 v6-q4-1 1 400 4 -c
+sr_more_case v6-q4-1 && pp6 v6-q4-1 1 400 4 -c
 pp6 v6-q4-64k 65536 40 4 -c
 pp6 v6-q8-events 4096 200 8 -c -e -r 16
 
 log "=== one device looping back"
-sr_more && ppl4 lo-v4-q4-4k 4096 200 4 -c
+sr_more_case lo-v4-q4-4k && ppl4 lo-v4-q4-4k 4096 200 4 -c
 ppl4 lo-v4-q4-64k 65536 40 4 -c
 ppl4 lo-v4-q4-events 1024 200 4 -c -e -r 8
-sr_more && ppl6 lo-v6-q4-64k 65536 40 4 -c
+sr_more_case lo-v6-q4-64k && ppl6 lo-v6-q4-64k 65536 40 4 -c
 ppl6 lo-v6-q16-events 64 400 16 -c -e
 
 # sroce_e2e_srq (user/tests/e2e_srq.cpp): what ibv_srq_pingpong cannot see.
@@ -231,17 +233,18 @@ e2e=$SROCE_ROOT/build/user/tests/sroce_e2e_srq
 if [[ -x $e2e ]]; then
 	log "=== sroce_e2e_srq on $devl, IPv4 and IPv6 GIDs"
 	log "+ [$nsl] $e2e $devl $gl4 $gl6"
-	if ns_exec "$nsl" timeout 300 "$e2e" "$devl" "$gl4" "$gl6" >"$tmp/e2e" 2>&1; then
+	rc=0
+	ns_exec "$nsl" timeout 300 "$e2e" "$devl" "$gl4" "$gl6" >"$tmp/e2e" 2>&1 || rc=$?
+	if [[ $rc == 0 ]]; then
 		sed 's/^/  /' "$tmp/e2e"
-		log "ok: sroce_e2e_srq"
 	else
 		failures=$((failures + 1))
-		log "NOT OK: sroce_e2e_srq"
 		sed 's/^/  e2e| /' "$tmp/e2e"
 		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
 	fi
+	subtests_from_tap "$tmp/e2e" sroce_e2e_srq "$rc"
 else
-	log "sroce_e2e_srq is not built (make user): not run"
+	subtest_skip sroce_e2e_srq "build/user/tests/sroce_e2e_srq is not built (make user)"
 fi
 
 if sr_dmesg_since | grep -qi sroce; then

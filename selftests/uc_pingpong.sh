@@ -17,8 +17,9 @@
 # Each run must exit 0 on both sides, print "invalid data" nowhere, and
 # report "<2*size*iters> bytes in T seconds" and "<iters> iters in T seconds"
 # with a positive rate; each side must see the peer's GID it was given.
-# SROCE_FULL=1 adds the runs marked sr_more below (more sizes and modes of
-# what the default set already covers).
+# SROCE_FULL=1 adds the runs marked sr_more_case below (more sizes and modes
+# of what the default set already covers; skipped sub-cases otherwise).
+# Each run is a sub-case.
 SR_TAG=uc
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -150,7 +151,7 @@ pp() {
 	[[ -n "$why" ]] || why=$(pp_verify "$tag" "$size" "$iters" "$saddr" "$caddr")
 	if [[ -n "$why" ]]; then
 		failures=$((failures + 1))
-		log "NOT OK: $tag: $why"
+		subtest_fail "$tag" "$why"
 		sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
 		sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
 		log "  kernel log since the start of the test:"
@@ -159,6 +160,7 @@ pp() {
 	fi
 	log "ok: $tag ($((SECONDS - t0))s): $(grep -h 'bytes in' "$tmp/$tag.cli")," \
 		"$(grep -h 'iters in' "$tmp/$tag.cli" | sed 's/.*= //')"
+	subtest_ok "$tag"
 }
 
 # pp_verify TAG SIZE ITERS SADDR CADDR: empty output if both sides' reports
@@ -198,26 +200,26 @@ ppl6() { pp "$1" "$2" "$3" "$nsl" "$devl" "$gl6" "$nsl" "$devl" "$gl6" "$srvl" "
 # Iterations: TCG moves some 30-70 MB/s; keep each run to a few seconds.
 log "=== two namespaces, IPv4 GIDs"
 pp4 v4-1 1 200 -c
-sr_more && pp4 v4-64 64 200 -c
+sr_more_case v4-64 && pp4 v4-64 64 200 -c
 pp4 v4-1k 1024 200 -c
-sr_more && pp4 v4-4k 4096 100 -c
+sr_more_case v4-4k && pp4 v4-4k 4096 100 -c
 pp4 v4-64k 65536 30 -c
 pp4 v4-events 4096 100 -c -e
-sr_more && pp4 v4-events-64k 65536 20 -c -e
+sr_more_case v4-events-64k && pp4 v4-events-64k 65536 20 -c -e
 pp4 v4-rxdepth 64 300 -c -r 4
 
 log "=== two namespaces, IPv6 GIDs"
-sr_more && pp6 v6-1 1 200 -c
+sr_more_case v6-1 && pp6 v6-1 1 200 -c
 pp6 v6-4k 4096 100 -c
 pp6 v6-64k 65536 30 -c
-sr_more && pp6 v6-events 1000 100 -c -e
+sr_more_case v6-events && pp6 v6-events 1000 100 -c -e
 
 log "=== one device looping back"
 ppl4 lo-v4-1 1 200 -c
-sr_more && ppl4 lo-v4-4k 4096 100 -c
+sr_more_case lo-v4-4k && ppl4 lo-v4-4k 4096 100 -c
 ppl4 lo-v4-64k 65536 30 -c
-sr_more && ppl4 lo-v4-events 4096 100 -c -e
-sr_more && ppl6 lo-v6-64k 65536 30 -c
+sr_more_case lo-v4-events && ppl4 lo-v4-events 4096 100 -c -e
+sr_more_case lo-v6-64k && ppl6 lo-v6-64k 65536 30 -c
 ppl6 lo-v6-events 100 200 -c -e
 
 log "=== path MTU 4096 (netdev MTU 9000)"
@@ -230,7 +232,7 @@ for d in "$deva" "$devb"; do
 		fail "$d: active_mtu is not 4096 with netdev MTU 9000: $(ns_exec "$ns" ibv_devinfo -d "$d" | grep mtu)"
 done
 log "ok: active_mtu 4096 on $deva and $devb"
-sr_more && pp4 mtu4096-4k 4096 50 -c -m 4096
+sr_more_case mtu4096-4k && pp4 mtu4096-4k 4096 50 -c -m 4096
 pp4 mtu4096-64k 65536 20 -c -m 4096
 pp6 mtu4096-v6-64k 65536 20 -c -m 4096 -e
 

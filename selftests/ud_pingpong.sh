@@ -25,8 +25,9 @@
 #
 # SROCE_UD_BACKEND=rxe runs the same exchanges over one rdma_rxe device in the
 # initial namespace (both "sides" on it): a check of this script, not of sroce.
-# SROCE_FULL=1 adds the runs marked sr_more below (more sizes and modes of
-# what the default set already covers).
+# SROCE_FULL=1 adds the runs marked sr_more_case below (more sizes and modes
+# of what the default set already covers; skipped sub-cases otherwise).
+# Each run is a sub-case.
 SR_TAG=ud
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -178,7 +179,7 @@ pp() {
 	[[ -n "$why" ]] || why=$(pp_verify "$tag" "$size" "$iters" "$saddr" "$caddr")
 	if [[ -n "$why" ]]; then
 		failures=$((failures + 1))
-		log "NOT OK: $tag: $why"
+		subtest_fail "$tag" "$why"
 		sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
 		sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
 		log "  kernel log since the start of the test:"
@@ -187,6 +188,7 @@ pp() {
 	fi
 	log "ok: $tag ($((SECONDS - t0))s): $(grep -h 'bytes in' "$tmp/$tag.cli")," \
 		"$(grep -h 'iters in' "$tmp/$tag.cli" | sed 's/.*= //')"
+	subtest_ok "$tag"
 }
 
 # pp_verify TAG SIZE ITERS SADDR CADDR: empty output if both sides' reports
@@ -227,21 +229,21 @@ log "ok: active_mtu $mtu on $deva"
 
 log "=== two namespaces, IPv4 GIDs (MTU 1024)"
 pp4 v4-1 1 200 -c
-sr_more && pp4 v4-64 64 200 -c
+sr_more_case v4-64 && pp4 v4-64 64 200 -c
 pp4 v4-mtu 1024 200 -c
 pp4 v4-events 1024 200 -c -e
 pp4 v4-rxdepth 64 300 -c -r 16
 
 log "=== two namespaces, IPv6 GIDs (MTU 1024)"
-sr_more && pp6 v6-1 1 200 -c
+sr_more_case v6-1 && pp6 v6-1 1 200 -c
 pp6 v6-mtu 1024 200 -c
 pp6 v6-events 1000 200 -c -e
 
 log "=== one device looping back"
-sr_more && ppl4 lo-v4-1 1 200 -c
+sr_more_case lo-v4-1 && ppl4 lo-v4-1 1 200 -c
 ppl4 lo-v4-mtu 1024 200 -c
-sr_more && ppl4 lo-v4-events 1024 200 -c -e
-sr_more && ppl6 lo-v6-mtu 1024 200 -c
+sr_more_case lo-v4-events && ppl4 lo-v4-events 1024 200 -c -e
+sr_more_case lo-v6-mtu && ppl6 lo-v6-mtu 1024 200 -c
 ppl6 lo-v6-events 100 200 -c -e
 
 # sroce_e2e_ud (user/tests/e2e_ud.cpp): two UD QPs of one process on the
@@ -252,17 +254,18 @@ e2e=$SROCE_ROOT/build/user/tests/sroce_e2e_ud
 if [[ $backend == sroce && -x $e2e ]]; then
 	log "=== sroce_e2e_ud on $devl, IPv4 and IPv6 GIDs"
 	log "+ [$nsl] $e2e $devl $gl4 $gl6"
-	if ns_exec "$nsl" timeout 240 "$e2e" "$devl" "$gl4" "$gl6" >"$tmp/e2e" 2>&1; then
+	rc=0
+	ns_exec "$nsl" timeout 240 "$e2e" "$devl" "$gl4" "$gl6" >"$tmp/e2e" 2>&1 || rc=$?
+	if [[ $rc == 0 ]]; then
 		sed 's/^/  /' "$tmp/e2e"
-		log "ok: sroce_e2e_ud"
 	else
 		failures=$((failures + 1))
-		log "NOT OK: sroce_e2e_ud"
 		sed 's/^/  e2e| /' "$tmp/e2e"
 		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
 	fi
+	subtests_from_tap "$tmp/e2e" sroce_e2e_ud "$rc"
 elif [[ $backend == sroce ]]; then
-	log "sroce_e2e_ud is not built (make user): not run"
+	subtest_skip sroce_e2e_ud "build/user/tests/sroce_e2e_ud is not built (make user)"
 fi
 
 log "=== MTU 4096 (netdev MTU 9000)"
@@ -276,7 +279,7 @@ for d in "$deva" "$devb"; do
 done
 log "ok: active_mtu 4096 on $deva and $devb"
 pp4 mtu4096-v4-4k 4096 100 -c
-sr_more && pp4 mtu4096-v4-events 4096 100 -c -e
+sr_more_case mtu4096-v4-events && pp4 mtu4096-v4-events 4096 100 -c -e
 pp6 mtu4096-v6-4k 4096 100 -c
 pp6 mtu4096-v6-events 3000 100 -c -e
 

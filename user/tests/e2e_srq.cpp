@@ -356,8 +356,8 @@ void part1_attrs()
 	CHECK(post_srq(q.max_wr + 2) == ENOMEM);
 	CHECK(next_id == q.max_wr);
 	CHECK(post_srq(1) == ENOMEM);
-	printf("1 attributes and rejects (%u WQEs posted): %s\n", q.max_wr,
-	       fails == before ? "ok" : "FAIL");
+	printf("%s - attributes and rejects (%u WQEs posted), GID %d\n",
+	       fails == before ? "ok" : "not ok", q.max_wr, gid_index);
 }
 
 void part2_fifo(int n)
@@ -365,8 +365,9 @@ void part2_fifo(int n)
 	const int before = fails;
 	for (int i = 0; i < n; i++)
 		exchange(i % npairs, size_of(seq));
-	printf("2 %d messages over %d QPs (RC, RC, UC) in SRQ order: %s\n", n,
-	       npairs, fails == before ? "ok" : "FAIL");
+	printf("%s - %d messages over %d QPs (RC, RC, UC) in SRQ order, GID "
+	       "%d\n",
+	       fails == before ? "ok" : "not ok", n, npairs, gid_index);
 }
 
 void part3_limit()
@@ -416,8 +417,8 @@ void part3_limit()
 	CHECK(ibv_query_srq(srq, &q) == 0 && q.srq_limit == 0);
 	exchange(1, size_of(seq));
 	CHECK(!async_pending(300));
-	printf("3 limit event at %u: %s\n", limit,
-	       fails == before ? "ok" : "FAIL");
+	printf("%s - limit event at %u, GID %d\n",
+	       fails == before ? "ok" : "not ok", limit, gid_index);
 }
 
 void part4_resize()
@@ -464,8 +465,9 @@ void part4_resize()
 	for (int i = 0; i < 8; i++)
 		exchange(i % npairs, size_of(seq));
 	CHECK(next_id == expect_id);
-	printf("4 resize with WQEs posted (grow, refused shrink, shrink): %s\n",
-	       fails == before ? "ok" : "FAIL");
+	printf("%s - resize with WQEs posted (grow, refused shrink, shrink), "
+	       "GID %d\n",
+	       fails == before ? "ok" : "not ok", gid_index);
 }
 
 void part5_last_wqe()
@@ -499,8 +501,8 @@ void part5_last_wqe()
 	exchange(0, 100);
 	exchange(0, 100);
 	CHECK(next_id == expect_id);
-	printf("5 last WQE reached on error, SRQ kept its WQEs: %s\n",
-	       fails == before ? "ok" : "FAIL");
+	printf("%s - last WQE reached on error, SRQ kept its WQEs, GID %d\n",
+	       fails == before ? "ok" : "not ok", gid_index);
 }
 
 } // namespace

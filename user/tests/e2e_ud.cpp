@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * UD end to end through libibverbs, the provider and sroce.ko, on one real
- * sroce device (not a ctest: vm_e2e.sh and selftests/ud_pingpong.sh run it
+ * sroce device (not a ctest: selftests/ud_pingpong.sh runs it
  * in the QEMU guest). Two UD QPs on the device send to each other through
  * address handles of the GID given, and check what ibv_ud_pingpong does
  * not: the GRH in front of every receive (IPv4: 20 zero bytes and the IPv4

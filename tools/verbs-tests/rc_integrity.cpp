@@ -17,11 +17,29 @@
 //
 // Operations are generated from (seed, operation number) alone, so a seed
 // reproduces the same sequence of work requests.
+//
+// SEND_WITH_INV invalidates a type 2 memory window of the responder: each
+// side keeps a pool of windows bound (IBV_WR_BIND_MW on its own QP) to its
+// buffer; a SEND_INV takes one, its receive completion must carry
+// IBV_WC_WITH_INV and that R_Key, and the window is bound again later - which
+// fails (MW_BIND_ERR) unless the invalidation really freed it.
+//
+// --sqd: each QP in turn is moved RTS -> SQD (asking for the SQ_DRAINED
+// event) while it has work requests outstanding; once the event came, no
+// send completion may arrive for it (nothing new starts in SQD), its ACK
+// timeout and retry count are changed SQD -> SQD (and read back), and it goes
+// back to RTS; the work requests left and new ones complete and are checked
+// as all others, and at least one must complete after the cycle.
+//
+// --tap: one TAP line per operation kind and direction ("ok - SEND A->B # N
+// verified"), per SQD cycle, and "not ok" with the reason for what failed,
+// for the selftests to report as sub-cases (--tap-names renames A and B).
 
 #include "common.h"
 #include "pattern.h"
 
 #include <endian.h>
+#include <fcntl.h>
 #include <getopt.h>
 
 #include <algorithm>
@@ -36,9 +54,18 @@ using namespace vt;
 
 namespace {
 
-enum Kind { K_SEND, K_SEND_IMM, K_WRITE, K_WRITE_IMM, K_READ, K_CAS, K_FADD, K_NKINDS };
-const char *const kind_name[K_NKINDS] = {"SEND", "SEND_IMM", "WRITE", "WRITE_IMM",
-					 "READ", "CMP_SWAP", "FETCH_ADD"};
+enum Kind { K_SEND, K_SEND_IMM, K_WRITE, K_WRITE_IMM, K_READ, K_CAS, K_FADD, K_SEND_INV, K_NKINDS };
+const char *const kind_name[K_NKINDS] = {"SEND", "SEND_IMM", "WRITE",     "WRITE_IMM",
+					 "READ", "CMP_SWAP", "FETCH_ADD", "SEND_INV"};
+
+bool is_send_kind(Kind k) { return k == K_SEND || k == K_SEND_IMM || k == K_SEND_INV; }
+
+// What --tap reports when a check fails (set by fail_op, printed by main).
+struct TapFailure {
+	bool tap = false;
+	std::string names[2] = {"A", "B"};
+	std::string what, why;
+} g_tap;
 
 struct Options {
 	DevSpec a, b;
@@ -56,6 +83,8 @@ struct Options {
 	unsigned max_sge = 16;
 	unsigned signal_pct = 60;
 	unsigned ack_timeout = 14; // IBTA encoding: 4.096 us * 2^N
+	bool sqd = false;
+	bool tap = false;
 	int verbose = 0;
 };
 
@@ -97,7 +126,16 @@ struct Op {
 	uint64_t roff = 0;
 	uint64_t atom_orig = 0, atom_arg = 0, atom_swap = 0, atom_new = 0;
 	size_t atom_loff = 0;
+	int mw = -1;           // SEND_INV: the responder's window it invalidates
+	uint32_t inv_rkey = 0;
 	std::vector<Check> checks;
+};
+
+// A type 2 memory window of one side, for SEND_WITH_INV.
+struct Window {
+	ibv_mw *mw = nullptr;
+	uint32_t rkey = 0; // while bound
+	bool bound = false, in_use = false;
 };
 
 struct Side {
@@ -111,6 +149,24 @@ struct Side {
 	uint64_t salt = 0;
 	uint8_t *slot_ptr(size_t slot) const { return buf.data() + slot * slot_size; }
 	size_t slot_size = 0;
+	std::vector<Window> mws;
+	~Side()
+	{
+		for (auto &w : mws)
+			if (w.mw && ibv_dealloc_mw(w.mw))
+				std::fprintf(stderr, "warning: ibv_dealloc_mw failed: %m\n");
+	}
+};
+
+// The SQD cycle of one QP (--sqd).
+struct SqdCycle {
+	enum { IDLE, DRAINING, DRAINED, DONE } state = IDLE;
+	uint64_t at_op = 0;       // starts once this many operations were made
+	size_t outstanding = 0;   // send WRs outstanding when it went to SQD
+	uint64_t done_before = 0; // its operations verified before RTS
+	uint64_t done_after = 0;  // and after
+	Clock::time_point t0;
+	uint8_t timeout_was = 0, retry_was = 0;
 };
 
 class Test {
@@ -129,6 +185,9 @@ private:
 	std::deque<Op *> rq_[2];  // per direction: receives posted, not complete
 	unsigned sq_used_[2] = {};
 	uint64_t count_[K_NKINDS] = {}, inlined_ = 0, unsignaled_ = 0, flushes_ = 0;
+	uint64_t verified_[2][K_NKINDS] = {}; // per direction and kind
+	uint64_t binds_ = 0;
+	SqdCycle sqd_[2];
 	uint64_t bytes_verified_ = 0, msg_bytes_ = 0, full_scans_ = 0;
 	uint64_t send_cqes_ = 0, recv_cqes_ = 0;
 	bool failed_ = false;
@@ -150,6 +209,14 @@ private:
 	std::string describe(const Op &op) const;
 	void setup();
 	void drain_extra();
+	void bind_windows(int side);
+	void sqd_step(int dir);
+	void sqd_start(int dir);
+	bool sqd_holds(int dir) const
+	{
+		return sqd_[dir].state == SqdCycle::DRAINING || sqd_[dir].state == SqdCycle::DRAINED;
+	}
+	std::string dir_name(int dir) const { return g_tap.names[dir] + "->" + g_tap.names[!dir]; }
 };
 
 std::string Test::describe(const Op &op) const
@@ -177,6 +244,8 @@ std::string Test::describe(const Op &op) const
 	if (op.kind == K_CAS || op.kind == K_FADD)
 		s += strf(" orig 0x%" PRIx64 " arg 0x%" PRIx64 " swap 0x%" PRIx64, op.atom_orig,
 			  op.atom_arg, op.atom_swap);
+	if (op.kind == K_SEND_INV)
+		s += strf(" window %d rkey 0x%x", op.mw, op.inv_rkey);
 	return s;
 }
 
@@ -185,6 +254,11 @@ void Test::fail_op(const Op *op, const std::string &msg)
 	std::fprintf(stderr, "FAIL (seed %" PRIu64 "): %s\n", opt_.seed, msg.c_str());
 	if (op)
 		std::fprintf(stderr, "  %s\n", describe(*op).c_str());
+	if (op && !op->flush)
+		g_tap.what = strf("%s %s", kind_name[op->kind], dir_name(op->dir).c_str());
+	else
+		g_tap.what = "rc_integrity";
+	g_tap.why = msg;
 	std::fprintf(stderr, "  outstanding: A->B sq %zu rq %zu, B->A sq %zu rq %zu, ops %zu\n",
 		     sq_[0].size(), rq_[0].size(), sq_[1].size(), rq_[1].size(), ops_.size());
 	throw Error("verification failed");
@@ -294,9 +368,10 @@ std::unique_ptr<Op> Test::make_op(uint64_t id)
 	switch (op->kind) {
 	case K_SEND:
 	case K_SEND_IMM:
+	case K_SEND_INV:
 	case K_WRITE:
 	case K_WRITE_IMM: {
-		bool is_send = op->kind == K_SEND || op->kind == K_SEND_IMM;
+		bool is_send = is_send_kind(op->kind);
 		op->len = pick_size(r, true, max_len_);
 		op->lpieces = layout(r, op->len, std::min(req.cap.max_send_sge, opt_.max_sge), op->len, base_l, &lend);
 		op->inlined = op->len <= req.cap.max_inline_data && r.chance(50);
@@ -401,6 +476,15 @@ bool Test::can_post(const Op &op) const
 		return false;
 	if (op.has_recv && rq_[op.dir].size() >= ep_[!op.dir]->cap.max_recv_wr)
 		return false;
+	if (sqd_holds(op.dir))
+		return false;
+	if (op.kind == K_SEND_INV) {
+		bool ready = false;
+		for (auto &w : side_[!op.dir].mws)
+			ready |= w.bound && !w.in_use;
+		if (!ready)
+			return false;
+	}
 	return true;
 }
 
@@ -423,6 +507,7 @@ void Test::post(Op &op)
 	switch (op.kind) {
 	case K_SEND:
 	case K_SEND_IMM:
+	case K_SEND_INV:
 	case K_WRITE:
 	case K_WRITE_IMM:
 		for (auto &p : op.lpieces)
@@ -473,6 +558,20 @@ void Test::post(Op &op)
 	switch (op.kind) {
 	case K_SEND: wr.opcode = IBV_WR_SEND; break;
 	case K_SEND_IMM: wr.opcode = IBV_WR_SEND_WITH_IMM; break;
+	case K_SEND_INV: {
+		// A bound window of the responder, not in use (can_post made sure).
+		auto &mws = rs.mws;
+		for (size_t i = 0; i < mws.size(); i++)
+			if (mws[i].bound && !mws[i].in_use) {
+				op.mw = static_cast<int>(i);
+				break;
+			}
+		mws[op.mw].in_use = true;
+		op.inv_rkey = mws[op.mw].rkey;
+		wr.opcode = IBV_WR_SEND_WITH_INV;
+		wr.invalidate_rkey = op.inv_rkey;
+		break;
+	}
 	case K_WRITE: wr.opcode = IBV_WR_RDMA_WRITE; break;
 	case K_WRITE_IMM: wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM; break;
 	case K_READ: wr.opcode = IBV_WR_RDMA_READ; break;
@@ -533,7 +632,8 @@ void Test::handle_send_wc(int dir, const ibv_wc &wc)
 	ibv_wc_opcode want;
 	switch (op->kind) {
 	case K_SEND:
-	case K_SEND_IMM: want = IBV_WC_SEND; break;
+	case K_SEND_IMM:
+	case K_SEND_INV: want = IBV_WC_SEND; break;
 	case K_WRITE:
 	case K_WRITE_IMM: want = IBV_WC_RDMA_WRITE; break;
 	case K_READ: want = IBV_WC_RDMA_READ; break;
@@ -593,6 +693,19 @@ void Test::handle_recv_wc(int dir, const ibv_wc &wc)
 	if (imm && wc.imm_data != htobe32(op->imm))
 		fail_op(op, strf("receive completion imm_data 0x%08x, expected 0x%08x", be32toh(wc.imm_data),
 				 op->imm));
+	bool inv = op->kind == K_SEND_INV;
+	if (!!(wc.wc_flags & IBV_WC_WITH_INV) != inv)
+		fail_op(op, strf("receive completion wc_flags 0x%x: IBV_WC_WITH_INV %s", wc.wc_flags,
+				 inv ? "missing" : "unexpected"));
+	if (inv) {
+		if (wc.invalidated_rkey != op->inv_rkey)
+			fail_op(op, strf("receive completion invalidated_rkey 0x%x, expected 0x%x",
+					 wc.invalidated_rkey, op->inv_rkey));
+		// Invalidated: free, to be bound again (which fails if it is not).
+		Window &w = side_[!dir].mws[op->mw];
+		w.bound = false;
+		w.in_use = false;
+	}
 	op->recv_done = true;
 	maybe_retire(op);
 }
@@ -602,6 +715,14 @@ void Test::maybe_retire(Op *op)
 	if (!op->send_done || (op->has_recv && !op->recv_done))
 		return;
 	verify(*op);
+	if (!op->flush) {
+		verified_[op->dir][op->kind]++;
+		SqdCycle &c = sqd_[op->dir];
+		if (c.state == SqdCycle::DONE)
+			c.done_after++;
+		else if (c.state != SqdCycle::IDLE)
+			c.done_before++;
+	}
 	if (op->lslot >= 0)
 		side_[op->dir].busy[op->lslot] = false;
 	if (op->rslot >= 0)
@@ -735,10 +856,36 @@ void Test::setup()
 		s.busy.assign(s.nslots, false);
 		for (size_t k = 0; k < s.nslots; k++)
 			fill_stream(s.slot_ptr(k), slot, s.rest_tag(k), 0);
-		s.mr = reg_mr(ep_[i]->pd.get(), s.buf.data(), s.buf.size(),
-			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				      IBV_ACCESS_REMOTE_ATOMIC);
+		unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				  IBV_ACCESS_REMOTE_ATOMIC;
+		if (opt_.kinds & (1u << K_SEND_INV))
+			access |= IBV_ACCESS_MW_BIND;
+		s.mr = reg_mr(ep_[i]->pd.get(), s.buf.data(), s.buf.size(), access);
 	}
+	// SEND_INV: a pool of type 2 windows on each side, bound before the traffic.
+	if (opt_.kinds & (1u << K_SEND_INV)) {
+		for (int i = 0; i < 2; i++) {
+			size_t n = std::clamp<size_t>(opt_.depth, 2, 16);
+			for (size_t k = 0; k < n; k++) {
+				Window w;
+				w.mw = ibv_alloc_mw(ep_[i]->pd.get(), IBV_MW_TYPE_2);
+				if (!w.mw)
+					throw_errno(strf("ibv_alloc_mw(type 2) on %s", ep_[i]->devname.c_str()), errno);
+				w.rkey = w.mw->rkey;
+				side_[i].mws.push_back(w);
+			}
+			bind_windows(i);
+		}
+	}
+	// --sqd: A's QP a third of the way through, B's at two thirds.
+	sqd_[0].at_op = opt_.iters / 3;
+	sqd_[1].at_op = 2 * opt_.iters / 3;
+	if (opt_.sqd)
+		for (auto &e : ep_) {
+			int fl = fcntl(e->ctx->async_fd, F_GETFL);
+			if (fl < 0 || fcntl(e->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+				throw_errno("fcntl(O_NONBLOCK) on the async fd", errno);
+		}
 	waiter_.use_event = opt_.use_event;
 	// Order matters: index i below.
 	waiter_.cqs = {{ep_[0]->scq.get(), ep_[0]->chan.get()}, {ep_[0]->rcq.get(), ep_[0]->chan.get()},
@@ -754,6 +901,182 @@ void Test::setup()
 	}
 	std::printf("path_mtu %s, psn A 0x%06x B 0x%06x, depth %u, max size %zu, %s\n", mtu_str(pa.mtu),
 		    pa.psn, pb.psn, opt_.depth, max_len_, opt_.use_event ? "completion events" : "polling");
+	std::fflush(stdout);
+}
+
+// Bind every free window of side sd to its buffer (IBV_WR_BIND_MW on its own
+// QP, whose send queue is empty), each with a new R_Key, and wait for the
+// completions. A window a SEND_WITH_INV did not really invalidate cannot be
+// bound again: MW_BIND_ERR.
+void Test::bind_windows(int sd)
+{
+	Side &s = side_[sd];
+	Endpoint &ep = *ep_[sd];
+	size_t posted = 0;
+	for (size_t i = 0; i < s.mws.size(); i++) {
+		Window &w = s.mws[i];
+		if (w.bound || w.in_use)
+			continue;
+		ibv_send_wr wr{}, *bad = nullptr;
+		wr.wr_id = (uint64_t{3} << 62) | i;
+		wr.opcode = IBV_WR_BIND_MW;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.bind_mw.mw = w.mw;
+		wr.bind_mw.rkey = ibv_inc_rkey(w.rkey);
+		wr.bind_mw.bind_info.mr = s.mr.get();
+		wr.bind_mw.bind_info.addr = s.buf.addr() + 64 * i;
+		wr.bind_mw.bind_info.length = 64;
+		wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		int rc = ibv_post_send(ep.qp.get(), &wr, &bad);
+		if (rc)
+			fail_op(nullptr, strf("%s: IBV_WR_BIND_MW of window %zu: ibv_post_send: %s (%d)",
+					      ep.label.c_str(), i, strerror(rc), rc));
+		w.rkey = wr.bind_mw.rkey;
+		posted++;
+	}
+	auto deadline = Clock::now() + std::chrono::seconds(opt_.timeout);
+	for (size_t got = 0; got < posted;) {
+		ibv_wc wc;
+		int n = ibv_poll_cq(ep.scq.get(), 1, &wc);
+		if (n < 0)
+			fail_op(nullptr, "ibv_poll_cq failed");
+		if (n == 0) {
+			if (Clock::now() > deadline)
+				fail_op(nullptr, strf("%s: %zu of %zu window binds completed in %u s", ep.label.c_str(),
+						      got, posted, opt_.timeout));
+			continue;
+		}
+		size_t i = wc.wr_id & 0xffff;
+		if ((wc.wr_id >> 62) != 3 || i >= s.mws.size())
+			fail_op(nullptr, strf("%s: completion wr_id 0x%" PRIx64 " while binding windows",
+					      ep.label.c_str(), wc.wr_id));
+		if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_BIND_MW)
+			fail_op(nullptr, strf("%s: binding window %zu (R_Key 0x%x): status %s (%d), opcode %s: "
+					      "was its last invalidation real?",
+					      ep.label.c_str(), i, s.mws[i].rkey, ibv_wc_status_str(wc.status),
+					      wc.status, wc_opcode_str(wc.opcode)));
+		s.mws[i].bound = true;
+		binds_++;
+		got++;
+	}
+}
+
+// --sqd: drive the cycle of dir's QP one step (called every loop).
+void Test::sqd_step(int dir)
+{
+	SqdCycle &c = sqd_[dir];
+	Endpoint &ep = *ep_[dir];
+	if (c.state == SqdCycle::IDLE || c.state == SqdCycle::DONE)
+		return;
+	// Async events: SQ_DRAINED for this QP is the one expected.
+	ibv_async_event ev;
+	while (ibv_get_async_event(ep.ctx.get(), &ev) == 0) {
+		auto type = ev.event_type;
+		bool ours = type == IBV_EVENT_SQ_DRAINED && ev.element.qp == ep.qp.get();
+		ibv_ack_async_event(&ev);
+		if (!ours)
+			fail_op(nullptr, strf("%s: async event %s during the SQD cycle", ep.label.c_str(),
+					      ibv_event_type_str(type)));
+		if (c.state == SqdCycle::DRAINED)
+			fail_op(nullptr, strf("%s: a second IBV_EVENT_SQ_DRAINED", ep.label.c_str()));
+		c.state = SqdCycle::DRAINED;
+		// Take the completions that came before the event now: from here
+		// on, none may come for this send queue until it is back in RTS.
+		ibv_wc wc[32];
+		int which[32];
+		int n;
+		while ((n = waiter_.wait(wc, which, 32, std::chrono::milliseconds(0))) > 0)
+			for (int i = 0; i < n; i++) {
+				switch (which[i]) {
+				case 0: handle_send_wc(0, wc[i]); break;
+				case 1: handle_recv_wc(1, wc[i]); break;
+				case 2: handle_send_wc(1, wc[i]); break;
+				case 3: handle_recv_wc(0, wc[i]); break;
+				}
+			}
+		size_t left = sq_[dir].size();
+		// Settle for a while: a WR that starts in SQD would complete now.
+		auto until = Clock::now() + std::chrono::milliseconds(300);
+		while (Clock::now() < until) {
+			n = waiter_.wait(wc, which, 32, std::chrono::milliseconds(50));
+			for (int i = 0; i < n; i++) {
+				if (which[i] == 2 * dir)
+					fail_op(nullptr, strf("%s: send completion wr_id %" PRIu64 " after "
+							      "IBV_EVENT_SQ_DRAINED, with the QP in SQD",
+							      ep.label.c_str(), wc[i].wr_id));
+				switch (which[i]) {
+				case 1: handle_recv_wc(1, wc[i]); break;
+				case 3: handle_recv_wc(0, wc[i]); break;
+				case 0: handle_send_wc(0, wc[i]); break;
+				case 2: handle_send_wc(1, wc[i]); break;
+				}
+			}
+		}
+		ibv_qp_attr a{};
+		ibv_qp_init_attr ia{};
+		if (ibv_query_qp(ep.qp.get(), &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT, &ia))
+			fail_op(nullptr, strf("%s: ibv_query_qp in SQD: %s", ep.label.c_str(), strerror(errno)));
+		if (a.qp_state != IBV_QPS_SQD)
+			fail_op(nullptr, strf("%s: QP in %s after IBV_EVENT_SQ_DRAINED, expected SQD",
+					      ep.label.c_str(), qp_state_str(a.qp_state)));
+		c.timeout_was = a.timeout;
+		c.retry_was = a.retry_cnt;
+		// SQD -> SQD: attributes IBTA allows to change while drained.
+		ibv_qp_attr m{};
+		m.qp_state = IBV_QPS_SQD;
+		m.timeout = static_cast<uint8_t>(std::min(a.timeout + 1, 31));
+		m.retry_cnt = static_cast<uint8_t>(a.retry_cnt > 1 ? a.retry_cnt - 1 : 7);
+		if (int rc = ibv_modify_qp(ep.qp.get(), &m, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT))
+			fail_op(nullptr, strf("%s: modify_qp SQD -> SQD (timeout %u, retry_cnt %u): %s",
+					      ep.label.c_str(), m.timeout, m.retry_cnt, strerror(rc)));
+		if (ibv_query_qp(ep.qp.get(), &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT, &ia))
+			fail_op(nullptr, strf("%s: ibv_query_qp in SQD: %s", ep.label.c_str(), strerror(errno)));
+		if (a.qp_state != IBV_QPS_SQD || a.timeout != m.timeout || a.retry_cnt != m.retry_cnt)
+			fail_op(nullptr, strf("%s: after SQD -> SQD: state %s timeout %u retry_cnt %u, expected SQD "
+					      "%u %u",
+					      ep.label.c_str(), qp_state_str(a.qp_state), a.timeout, a.retry_cnt,
+					      m.timeout, m.retry_cnt));
+		ibv_qp_attr r{};
+		r.qp_state = IBV_QPS_RTS;
+		if (int rc = ibv_modify_qp(ep.qp.get(), &r, IBV_QP_STATE))
+			fail_op(nullptr, strf("%s: modify_qp SQD -> RTS: %s", ep.label.c_str(), strerror(rc)));
+		if (qp_state(ep.qp.get()) != IBV_QPS_RTS)
+			fail_op(nullptr, strf("%s: not in RTS after SQD -> RTS", ep.label.c_str()));
+		c.state = SqdCycle::DONE;
+		std::printf("sqd %s: %zu send WRs outstanding at RTS -> SQD, IBV_EVENT_SQ_DRAINED after %.2f s, "
+			    "%zu not started (held), %" PRIu64 " of its operations verified meanwhile; "
+			    "SQD -> SQD timeout %u -> %u, retry_cnt %u -> %u; back to RTS\n",
+			    ep.label.c_str(), c.outstanding, secs_since(c.t0), left, c.done_before, c.timeout_was,
+			    m.timeout, c.retry_was, m.retry_cnt);
+		if (opt_.tap)
+			std::printf("ok - SQD cycle of %s's QP # %zu WRs outstanding, SQ_DRAINED, timeout %u -> %u "
+				    "and retry_cnt %u -> %u in SQD, back to RTS\n",
+				    g_tap.names[dir].c_str(), c.outstanding, c.timeout_was, m.timeout, c.retry_was,
+				    m.retry_cnt);
+		std::fflush(stdout);
+		return;
+	}
+	if (secs_since(c.t0) > opt_.timeout)
+		fail_op(sq_[dir].empty() ? nullptr : sq_[dir].front(),
+			strf("%s: no IBV_EVENT_SQ_DRAINED %u s after RTS -> SQD (%zu WRs outstanding then, %zu now)",
+			     ep.label.c_str(), opt_.timeout, c.outstanding, sq_[dir].size()));
+}
+
+void Test::sqd_start(int dir)
+{
+	SqdCycle &c = sqd_[dir];
+	Endpoint &ep = *ep_[dir];
+	c.outstanding = sq_[dir].size();
+	c.t0 = Clock::now();
+	ibv_qp_attr a{};
+	a.qp_state = IBV_QPS_SQD;
+	a.en_sqd_async_notify = 1;
+	if (int rc = ibv_modify_qp(ep.qp.get(), &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY))
+		fail_op(nullptr, strf("%s: modify_qp RTS -> SQD with %zu WRs outstanding: %s", ep.label.c_str(),
+				      c.outstanding, strerror(rc)));
+	c.state = SqdCycle::DRAINING;
+	std::printf("sqd %s: RTS -> SQD with %zu send WRs outstanding (operation %" PRIu64 ")\n",
+		    ep.label.c_str(), c.outstanding, c.at_op);
 	std::fflush(stdout);
 }
 
@@ -795,19 +1118,42 @@ int Test::run()
 		// Blocked or done: a queue that ends with unsignaled WRs would never
 		// report them; end it with a signaled zero-length WRITE.
 		for (int d = 0; d < 2; d++) {
-			if (!sq_[d].empty() && !sq_[d].back()->signaled) {
+			if (!sq_[d].empty() && !sq_[d].back()->signaled && !sqd_holds(d)) {
 				auto f = make_flush(flush_id++, d);
 				Op *fp = f.get();
 				ops_[fp->id] = std::move(f);
 				post(*fp);
 			}
 		}
-		if (!pending && next_id >= opt_.iters && ops_.empty())
+		// SEND_INV waits for a window of the responder: bind the free ones
+		// again once its send queue is idle.
+		if (pending && pending->kind == K_SEND_INV && !can_post(*pending) && sq_[!pending->dir].empty() &&
+		    !sqd_holds(!pending->dir)) {
+			bool free = false;
+			for (auto &w : side_[!pending->dir].mws)
+				free |= !w.bound && !w.in_use;
+			if (free) {
+				bind_windows(!pending->dir);
+				continue;
+			}
+			// All of them in flight: their receive completions free them.
+		}
+		bool cycling = false;
+		if (opt_.sqd) {
+			for (int d = 0; d < 2; d++) {
+				if (sqd_[d].state == SqdCycle::IDLE && next_id >= sqd_[d].at_op && !sq_[d].empty() &&
+				    !sqd_holds(!d))
+					sqd_start(d);
+				sqd_step(d);
+				cycling |= sqd_holds(d);
+			}
+		}
+		if (!pending && next_id >= opt_.iters && ops_.empty() && !cycling)
 			break;
 
 		ibv_wc wc[32];
 		int which[32];
-		int n = waiter_.wait(wc, which, 32, std::chrono::milliseconds(1000));
+		int n = waiter_.wait(wc, which, 32, std::chrono::milliseconds(cycling ? 20 : 1000));
 		for (int i = 0; i < n; i++) {
 			switch (which[i]) {
 			case 0: handle_send_wc(0, wc[i]); break; // A's send CQ: A->B
@@ -836,18 +1182,49 @@ int Test::run()
 	for (int sd = 0; sd < 2; sd++)
 		for (size_t k = 0; k < side_[sd].nslots; k++)
 			full_scan(sd, static_cast<int>(k), "at the end");
+	if (opt_.sqd) {
+		for (int d = 0; d < 2; d++) {
+			const SqdCycle &c = sqd_[d];
+			if (c.state != SqdCycle::DONE)
+				fail_op(nullptr, strf("%s's QP: the SQD cycle never ran (no send WR was outstanding "
+						      "after operation %" PRIu64 ")",
+						      g_tap.names[d].c_str(), c.at_op));
+			if (!c.done_after)
+				fail_op(nullptr, strf("%s's QP: no operation of it completed after its SQD cycle",
+						      g_tap.names[d].c_str()));
+			std::printf("sqd %s: %" PRIu64 " of its operations verified after the cycle\n",
+				    ep_[d]->label.c_str(), c.done_after);
+			if (opt_.tap)
+				std::printf("ok - traffic of %s's QP after its SQD cycle # %" PRIu64 " operations verified\n",
+					    g_tap.names[d].c_str(), c.done_after);
+		}
+	}
 	if (opt_.use_event && waiter_.missed_events)
 		fail_op(nullptr, strf("%" PRIu64 " time(s) an armed CQ had completions but no event arrived within 1 s",
 				      waiter_.missed_events));
 
+	if (opt_.tap) {
+		for (int k = 0; k < K_NKINDS; k++) {
+			if (!(opt_.kinds & (1u << k)))
+				continue;
+			for (int d = 0; d < 2; d++) {
+				if (verified_[d][k])
+					std::printf("ok - %s %s # %" PRIu64 " verified\n", kind_name[k], dir_name(d).c_str(),
+						    verified_[d][k]);
+				else
+					std::printf("not ok - %s %s # none was made in %" PRIu64 " operations\n",
+						    kind_name[k], dir_name(d).c_str(), opt_.iters);
+			}
+		}
+	}
 	double t = secs_since(start);
 	std::string per;
 	for (int k = 0; k < K_NKINDS; k++)
 		per += strf(" %s=%" PRIu64, kind_name[k], count_[k]);
 	std::printf("rc_integrity: PASS seed=%" PRIu64 " ops=%" PRIu64 "%s (inline=%" PRIu64 " unsignaled=%" PRIu64
-		    " flush=%" PRIu64 ") cqes send=%" PRIu64 " recv=%" PRIu64 "%s message_bytes=%" PRIu64
+		    " flush=%" PRIu64 " binds=%" PRIu64 ") cqes send=%" PRIu64 " recv=%" PRIu64 "%s message_bytes=%" PRIu64
 		    " bytes_verified=%" PRIu64 " full_scans=%" PRIu64 " time=%.1fs\n",
-		    opt_.seed, opt_.iters, per.c_str(), inlined_, unsignaled_, flushes_, send_cqes_, recv_cqes_,
+		    opt_.seed, opt_.iters, per.c_str(), inlined_, unsignaled_, flushes_, binds_, send_cqes_, recv_cqes_,
 		    opt_.use_event ? strf(" events=%" PRIu64, waiter_.events).c_str() : "", msg_bytes_,
 		    bytes_verified_, full_scans_, t);
 	return 0;
@@ -884,7 +1261,8 @@ unsigned parse_kinds(const std::string &s)
 			if (strcasecmp(w.c_str(), kind_name[k]) == 0)
 				break;
 		if (k == K_NKINDS)
-			throw Error("unknown operation '" + w + "' (SEND,SEND_IMM,WRITE,WRITE_IMM,READ,CMP_SWAP,FETCH_ADD)");
+			throw Error("unknown operation '" + w +
+				    "' (SEND,SEND_IMM,SEND_INV,WRITE,WRITE_IMM,READ,CMP_SWAP,FETCH_ADD)");
 		m |= 1u << k;
 		if (c == std::string::npos)
 			break;
@@ -906,13 +1284,18 @@ void usage(FILE *f)
 		     "  --seed S                    random seed (default: from the clock; printed)\n"
 		     "  --max-size BYTES            largest message, K/M/G suffixes (default 1M)\n"
 		     "  --depth N                   WRs in flight per QP (default 8)\n"
-		     "  --ops LIST                  only these: SEND,SEND_IMM,WRITE,WRITE_IMM,READ,CMP_SWAP,FETCH_ADD\n"
+		     "  --ops LIST                  only these: SEND,SEND_IMM,SEND_INV,WRITE,WRITE_IMM,READ,CMP_SWAP,\n"
+		     "                              FETCH_ADD (SEND_INV: SEND_WITH_INV of a type 2 window)\n"
 		     "  --max-sge N                 SGEs per WR requested (default 16)\n"
 		     "  --signal-pct P              share of signaled WRs (default 60)\n"
 		     "  --ack-timeout N             local ACK timeout, 4.096 us * 2^N (default 14, 67 ms)\n"
 		     "  --mem BYTES                 buffer per side (default 256M; at least one slot)\n"
 		     "  --use-event                 wait on completion channels instead of polling\n"
 		     "  --timeout SECS              fail after this long without a completion (default 60)\n"
+		     "  --sqd                       cycle each QP RTS -> SQD -> SQD (new timeout, retry_cnt) -> RTS\n"
+		     "                              with work requests outstanding\n"
+		     "  --tap                       TAP lines: per operation kind and direction, SQD cycle, failure\n"
+		     "  --tap-names A,B             the names of the two sides in the TAP lines\n"
 		     "  -v, --verbose               print every WR\n"
 		     "Exit status: 0 all checks passed, 1 a check failed, 2 setup/usage error.\n");
 }
@@ -923,7 +1306,7 @@ int main(int argc, char **argv)
 {
 	Options o;
 	enum { O_DEVA = 256, O_DEVB, O_GIDA, O_GIDB, O_IPV6, O_MTU, O_ITERS, O_SEED, O_MAXSIZE, O_DEPTH,
-	       O_EVENT, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT, O_ACKTO };
+	       O_EVENT, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT, O_ACKTO, O_SQD, O_TAP, O_TAPNAMES };
 	static const option longopts[] = {
 		{"dev-a", required_argument, nullptr, O_DEVA}, {"dev-b", required_argument, nullptr, O_DEVB},
 		{"gid-a", required_argument, nullptr, O_GIDA}, {"gid-b", required_argument, nullptr, O_GIDB},
@@ -935,6 +1318,8 @@ int main(int argc, char **argv)
 		{"ops", required_argument, nullptr, O_OPS},    {"max-sge", required_argument, nullptr, O_MAXSGE},
 		{"signal-pct", required_argument, nullptr, O_SIGPCT},
 		{"ack-timeout", required_argument, nullptr, O_ACKTO},
+		{"sqd", no_argument, nullptr, O_SQD},          {"tap", no_argument, nullptr, O_TAP},
+		{"tap-names", required_argument, nullptr, O_TAPNAMES},
 		{"verbose", no_argument, nullptr, 'v'},        {"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0}};
 	try {
@@ -958,6 +1343,17 @@ int main(int argc, char **argv)
 			case O_MAXSGE: o.max_sge = std::stoul(optarg); break;
 			case O_SIGPCT: o.signal_pct = std::stoul(optarg); break;
 			case O_ACKTO: o.ack_timeout = std::stoul(optarg); break;
+			case O_SQD: o.sqd = true; break;
+			case O_TAP: o.tap = g_tap.tap = true; break;
+			case O_TAPNAMES: {
+				std::string v(optarg);
+				size_t c = v.find(',');
+				if (c == std::string::npos || c == 0 || c + 1 == v.size())
+					throw Error("--tap-names wants NAME_A,NAME_B");
+				g_tap.names[0] = v.substr(0, c);
+				g_tap.names[1] = v.substr(c + 1);
+				break;
+			}
 			case 'v': o.verbose++; break;
 			case 'h': usage(stdout); return 0;
 			default: usage(stderr); return 2;
@@ -980,6 +1376,14 @@ int main(int argc, char **argv)
 		return t.run();
 	} catch (const Error &e) {
 		std::fprintf(stderr, "rc_integrity: %s\n", e.what());
+		if (g_tap.tap) {
+			std::string why = g_tap.why.empty() ? e.what() : g_tap.why;
+			for (char &ch : why)
+				if (ch == '#' || ch == '\n')
+					ch = ' ';
+			std::printf("not ok - %s # %s\n", g_tap.what.empty() ? "rc_integrity" : g_tap.what.c_str(),
+				    why.c_str());
+		}
 		return std::string(e.what()) == "verification failed" ? 1 : 2;
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "rc_integrity: bad argument: %s\n", e.what());

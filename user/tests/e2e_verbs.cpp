@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * End to end through libibverbs, the provider and sroce.ko: needs a real
- * sroce device, so it is not a ctest; vm_e2e.sh runs it in the QEMU guest
- * (tools/vm/run). Two RC QPs on one device talk to each other over the
- * device's IPv4 GID and exercise every verb the provider implements:
+ * sroce device, so it is not a ctest; selftests/rc_integrity.sh runs it in
+ * the QEMU guest and reports each part (one TAP line each) as a sub-case.
+ * Two RC QPs on one device talk to each other over one of the device's
+ * GIDs and exercise every verb the provider implements:
  * ibv_cq_ex polling, the wr_* builder, post_send/post_recv with SGEs and
  * inline data, RDMA write/read, atomics, immediates, completion events,
  * resize_cq with completions pending, the up-front rejects, and a volume
  * run checked byte for byte.
  *
- * Usage: sroce_e2e [DEVICE] (default sroce0)
+ * Usage: sroce_e2e [DEVICE [GID_INDEX]] (default sroce0, GID 1)
  */
 #include <algorithm>
 #include <arpa/inet.h>
@@ -44,6 +45,19 @@ static int fails;
 static ibv_context *ctx;
 static ibv_pd *pd;
 static union ibv_gid gid;
+static int gid_index = 1;
+
+/*
+ * One TAP line per part ("ok - NAME" or "not ok - NAME"), judged by the
+ * CHECKs since the previous one: the selftest reports each as a sub-case.
+ */
+static int part_start;
+static void report(const char *name)
+{
+	printf("%s - %s\n", fails == part_start ? "ok" : "not ok", name);
+	fflush(stdout);
+	part_start = fails;
+}
 
 static void connect_qp(ibv_qp *q, uint32_t remote)
 {
@@ -65,7 +79,7 @@ static void connect_qp(ibv_qp *q, uint32_t remote)
 	a.min_rnr_timer = 1;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index);
 	a.ah_attr.grh.hop_limit = 64;
 	a.ah_attr.port_num = 1;
 	REQUIRE(ibv_modify_qp(q, &a,
@@ -102,6 +116,8 @@ static int poll_n(ibv_cq *cq, ibv_wc *wc, int n)
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "sroce0";
+	if (argc > 2)
+		gid_index = atoi(argv[2]);
 	int num = 0;
 	ibv_device **list = ibv_get_device_list(&num);
 	REQUIRE(list);
@@ -109,7 +125,7 @@ int main(int argc, char **argv)
 		if (!strcmp(ibv_get_device_name(list[i]), name))
 			ctx = ibv_open_device(list[i]);
 	REQUIRE(ctx);
-	REQUIRE(ibv_query_gid(ctx, 1, 1, &gid) == 0);
+	REQUIRE(ibv_query_gid(ctx, 1, gid_index, &gid) == 0);
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd);
 
@@ -159,7 +175,7 @@ int main(int argc, char **argv)
 			    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	ibv_qp *a = ibv_create_qp_ex(ctx, &qa);
 	REQUIRE(a);
-	printf("A caps: wr %u/%u sge %u/%u inline %u\n", qa.cap.max_send_wr,
+	printf("# A caps: wr %u/%u sge %u/%u inline %u\n", qa.cap.max_send_wr,
 	       qa.cap.max_recv_wr, qa.cap.max_send_sge, qa.cap.max_recv_sge,
 	       qa.cap.max_inline_data);
 	const uint32_t a_send_wr = qa.cap.max_send_wr;
@@ -190,6 +206,7 @@ int main(int argc, char **argv)
 		      0);
 		CHECK(at.qp_state == IBV_QPS_RTS);
 	}
+	report("unsupported wc_flags and send ops refused, QPs to RTS");
 
 	ibv_wc wc[64];
 
@@ -234,8 +251,8 @@ int main(int argc, char **argv)
 			ibv_end_poll(xcq);
 		}
 		CHECK(!memcmp(bbuf, msg, sizeof(msg)));
-		printf("1 send_imm inline via wr_*: %s\n",
-		       fails ? "FAIL" : "ok");
+		report("SEND_WITH_IMM, inline, through ibv_wr_*; received "
+		       "through ibv_cq_ex");
 	}
 
 	/* 2. RDMA write with 3 SGEs (post_send), then read it back. */
@@ -276,7 +293,7 @@ int main(int argc, char **argv)
 		      wc[0].opcode == IBV_WC_RDMA_READ &&
 		      wc[0].byte_len == 12288);
 		CHECK(!memcmp(abuf + 131072, abuf, 12288));
-		printf("2 rdma write/read: %s\n", fails ? "FAIL" : "ok");
+		report("RDMA WRITE from 3 SGEs, READ back");
 	}
 
 	/* 3. Atomics through wr_*. */
@@ -304,9 +321,10 @@ int main(int argc, char **argv)
 		      wc[1].wr_id == 5 && wc[0].opcode == IBV_WC_FETCH_ADD &&
 		      wc[1].opcode == IBV_WC_COMP_SWAP);
 		CHECK(orig[0] == 40 && orig[1] == 42 && *target == 7);
-		printf("3 atomics: %s (orig %" PRIu64 " %" PRIu64
-		       " target %" PRIu64 ")\n",
-		       fails ? "FAIL" : "ok", orig[0], orig[1], *target);
+		printf("# atomics: orig %" PRIu64 " %" PRIu64 " target %" PRIu64
+		       "\n",
+		       orig[0], orig[1], *target);
+		report("FETCH_ADD and CMP_SWAP through ibv_wr_*");
 	}
 
 	/* 4. req_notify_cq + event channel; write_with_imm consumes a recv. */
@@ -348,7 +366,8 @@ int main(int argc, char **argv)
 		      ntohl(wc[0].imm_data) == 0xfeed && wc[0].byte_len == 16 &&
 		      (wc[0].wc_flags & IBV_WC_WITH_IMM));
 		CHECK(!memcmp(abuf + 300000, bbuf, 16));
-		printf("4 notify + write_imm: %s\n", fails ? "FAIL" : "ok");
+		report("WRITE_WITH_IMM consumes a receive; CQ event through a "
+		       "channel");
 	}
 
 	/* 5. resize_cq with completions pending. */
@@ -378,7 +397,7 @@ int main(int argc, char **argv)
 		CHECK(ibv_resize_cq(pcq, 4) !=
 		      0); /* too small for 10 pending */
 		CHECK(ibv_resize_cq(pcq, 200) == 0);
-		printf("resize: cqe %d -> %d\n", old, pcq->cqe);
+		printf("# resize: cqe %d -> %d\n", old, pcq->cqe);
 		CHECK(pcq->cqe >= 200);
 		int got = poll_n(pcq, wc, 10);
 		CHECK(got == 10);
@@ -387,7 +406,7 @@ int main(int argc, char **argv)
 			      wc[i].status == IBV_WC_SUCCESS &&
 			      wc[i].byte_len == 0);
 		CHECK(ibv_poll_cq(pcq, 1, wc) == 0);
-		printf("5 resize_cq: %s\n", fails ? "FAIL" : "ok");
+		report("ibv_resize_cq with completions queued");
 	}
 
 	/* 6. Rejects: too many SGEs, inline too big, bad opcode. */
@@ -407,7 +426,8 @@ int main(int argc, char **argv)
 		w.send_flags = 0;
 		w.opcode = IBV_WR_BIND_MW;
 		CHECK(ibv_post_send(a, &w, &bad) == EINVAL && bad == &w);
-		printf("6 rejects: %s\n", fails ? "FAIL" : "ok");
+		report("ibv_post_send refuses too many SGEs, oversized inline, "
+		       "BIND_MW");
 	}
 
 	/* 7. Volume: 20000 sends with data, batched, checked in order. */
@@ -511,8 +531,10 @@ int main(int argc, char **argv)
 		}
 		CHECK(errs == 0);
 		CHECK(recvd == total && sent == total);
-		printf("7 volume %d: sent %d recvd %d errs %d: %s\n", total,
-		       sent, recvd, errs, fails ? "FAIL" : "ok");
+		printf("# volume %d: sent %d recvd %d errs %d\n", total, sent,
+		       recvd, errs);
+		report("20000 SENDs in batches, inline and not, data checked "
+		       "in order");
 	}
 
 	CHECK(ibv_destroy_qp(a) == 0);
@@ -526,6 +548,7 @@ int main(int argc, char **argv)
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
 	ibv_free_device_list(list);
-	printf("e2e: %s (%d failures)\n", fails ? "FAILED" : "PASSED", fails);
+	report("everything destroyed");
+	printf("# e2e: %s (%d failures)\n", fails ? "FAILED" : "PASSED", fails);
 	return fails ? 1 : 0;
 }

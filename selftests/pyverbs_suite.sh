@@ -23,9 +23,15 @@
 #  - the suite picks the GID itself (the first non-zero one: the link-local
 #    RoCE v2 GID); SROCE_PYVERBS_GID=N passes --gid N instead;
 #  - 16 huge pages of 2 MiB are reserved for the tests that want some.
-# Passes iff the suite reports no failure and no error (skips are fine: see
-# Documentation/pyverbs.rst for every skip and its reason). Prints the
-# counts, every non-pass with its reason, and the suite's verbose log.
+# Sub-cases (sroce): each test listed in selftests/pyverbs_expected.txt (the
+# tests expected to pass on sroce, from a real run) is one - it fails if it
+# skipped, errored, failed or did not run (a "# needs: nic" test without the
+# virtio NIC is skipped instead); a test not on the list that passes is a
+# passed sub-case, reported as one to add to the list; a test not on the list
+# that fails or errors fails; the suite's other skips are one skipped
+# sub-case per reason (see Documentation/pyverbs.rst for each). The rxe
+# backend has no list: each pass is a sub-case. Prints the counts, every
+# non-pass with its reason, and the suite's verbose log.
 #
 # Knobs:
 #   SROCE_PYVERBS_BACKEND=rxe  the same run on one rdma_rxe device (on the
@@ -35,7 +41,10 @@
 #   SROCE_PYVERBS_NETDEV=dummy  use a dummy netdev even when there is a virtio
 #                              NIC (default "auto": the NIC when it is free;
 #                              "nic": fail without one)
-#   SROCE_PYVERBS_TESTS="tests.test_qp tests.test_mr.MRTest"  only these
+#   SROCE_PYVERBS_TESTS="tests.test_qp tests.test_mr.MRTest"  only these (and
+#                              only the expected tests among them)
+#   SROCE_PYVERBS_EXPECTED=FILE  the list of tests expected to pass (default
+#                              selftests/pyverbs_expected.txt; sroce only)
 #   SROCE_PYVERBS_TEST_TIMEOUT=300  per-test limit in seconds
 #   SROCE_PYVERBS_SUITE_TIMEOUT=1000  limit for the whole suite
 #   SROCE_PYVERBS_SUITE=DIR   the suite's directory (default: rdma-core's)
@@ -329,8 +338,72 @@ log ""
 log "pyverbs suite on $what): ran ${ran:-?}: $npass passed, $nfail failed, $nerr errors," \
 	"$nskip skipped, $nxfail expected failures, $nupass unexpected successes"
 
+# --- the verdicts, as sub-cases -------------------------------------------------------
+expected=/dev/null
+if [[ $backend == sroce ]]; then
+	expected=${SROCE_PYVERBS_EXPECTED:-$SROCE_ROOT/selftests/pyverbs_expected.txt}
+	[[ -r $expected ]] || fail "$expected is missing"
+fi
+# AWK: TAP lines from the expected list (test id, "# needs: nic") and the
+# results (outcome, id, seconds, reason); "only" restricts the list to the
+# tests asked for; "nic" is 1 when the device is on the virtio NIC.
+awk -F'\t' -v only=" ${only[*]} " -v nic="$([[ -n $nic ]] && echo 1 || echo 0)" '
+	function asked(id,   k, n, w) {
+		if (only == "  ") return 1
+		n = split(only, w, " ")
+		for (k = 1; k <= n; k++)
+			if (id == w[k] || index(id, w[k] ".") == 1) return 1
+		return 0
+	}
+	FNR == NR {
+		line = $0
+		sub(/^[ \t]+/, "", line)
+		if (line == "" || line ~ /^#/) next
+		id = line; sub(/[ \t].*/, "", id)
+		if (!asked(id)) next
+		want[id] = 1; order[++n] = id
+		needs[id] = (line ~ /# *needs: *nic/)
+		next
+	}
+	{ out[$2] = $1; why[$2] = $4 }
+	END {
+		for (i = 1; i <= n; i++) {
+			id = order[i]; o = out[id]; r = why[id]
+			if (needs[id] && !nic && (o == "" || o == "skip")) {
+				printf "ok - %s # SKIP needs the virtio NIC (no free one: a dummy netdev instead)\n", id
+			} else if (o == "pass" || o == "upass") {
+				printf "ok - %s\n", id
+			} else if (o == "") {
+				printf "not ok - %s # expected to pass: did not run\n", id
+			} else {
+				printf "not ok - %s # expected to pass: %s%s\n", id, (o == "skip" ? "skipped" : o), (r == "" ? "" : ": " r)
+			}
+		}
+		for (id in out) {
+			if (id in want) continue
+			o = out[id]
+			if (o == "pass" || o == "upass") {
+				printf "ok - %s\n", id
+				print id > "/dev/stderr"
+			} else if (o == "skip") {
+				ns[why[id]]++
+			} else {
+				printf "not ok - %s # %s: %s\n", id, o, why[id]
+			}
+		}
+		for (r in ns)
+			printf "ok - %d test%s: %s # SKIP the suite skips them on this device\n", ns[r], (ns[r] > 1 ? "s" : ""), r
+	}' "$expected" "$tmp/results.tsv" >"$tmp/verdicts.tap" 2>"$tmp/unlisted" || fail "judging the results failed"
 [[ -n "$ran" ]] || fail "the suite did not finish (exit $rc); see its log above"
 total=$((npass + nfail + nerr + nskip + nxfail + nupass))
 [[ $total == "$ran" ]] || fail "the runner recorded $total results, unittest ran $ran"
-((nfail + nerr == 0)) || fail "$nfail failures and $nerr errors in the pyverbs suite on $what)"
-log "ok: no failures and no errors on $what)"
+if [[ $backend == sroce && -s $tmp/unlisted ]]; then
+	log ""
+	log "=== NOTE: $(wc -l <"$tmp/unlisted") test(s) passed that $expected does not list; add them:"
+	sed 's/^/  /' "$tmp/unlisted"
+fi
+log ""
+log "=== verdicts"
+subtests_from_tap "$tmp/verdicts.tap" pyverbs 0
+log "pyverbs on $what): $(grep -c '^ok' "$tmp/verdicts.tap" || true) sub-cases ok or skipped," \
+	"$(grep -c '^not ok' "$tmp/verdicts.tap" || true) failed"

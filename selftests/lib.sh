@@ -244,6 +244,18 @@ subtests_from_tap() {
 	return 0
 }
 
+# pass_fail_to_tap <IN >OUT: the "PASS NAME ..." / "FAIL NAME ..." (or
+# "PASS: NAME ...") lines of a verbs test program (rc_errors, rc_mw,
+# hostile_ring) as TAP lines for subtests_from_tap, a failure's reason being
+# the first indented "FAIL: ..." detail line since the previous verdict.
+pass_fail_to_tap() {
+	awk '
+		/^--- / { why = "" }
+		/^ +FAIL: / { if (why == "") { why = $0; sub(/^ *FAIL: */, "", why); gsub(/#/, "", why) } }
+		/^PASS:? [^ ]+/ { print "ok - " $2; why = "" }
+		/^FAIL:? [^ ]+/ { print "not ok - " $2 (why == "" ? "" : " # " why); why = "" }'
+}
+
 # subtests_failed: how many cases failed so far.
 subtests_failed() { grep -c '^fail' "$SROCE_SUBTEST_FILE" || true; }
 

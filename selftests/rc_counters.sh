@@ -213,7 +213,7 @@ sr_dmesg_mark
 
 # --- 4 (and the rxe check): the loopback device -----------------------------------------
 gl=$(gid_of "$devl" "$v4l")
-log "=== $devl (looping back): ibv_rc_pingpong -s 512 -n 100"
+subtest_begin "loopback device: ibv_rc_pingpong -s 512 -n 100"
 settle "$nsl" "$devl" "$tmp/l0"
 traffic "$nsl" "$devl" "$gl" "$nsl" "$devl" "$gl" 127.0.0.1 ibv_rc_pingpong -s 512 -n 100
 settle "$nsl" "$devl" "$tmp/l1"
@@ -233,6 +233,7 @@ fi
 clean "$tmp/l0" "$tmp/l1" "$devl"
 
 if [[ $backend == rxe ]]; then
+	subtest_end
 	log "rxe: loopback counter checks passed (pair checks need sroce)"
 	exit 0
 fi
@@ -258,7 +259,7 @@ pair_show() {
 	clean "$tmp/a0" "$tmp/a1" "$deva"
 	clean "$tmp/b0" "$tmp/b1" "$devb"
 }
-log "=== 1: ibv_rc_pingpong -s 512 -n 200, $deva server <-> $devb client"
+subtest_begin "two devices: ibv_rc_pingpong -s 512 -n 200"
 pair_snap 0
 traffic "$nsa" "$deva" "$ga" "$nsb" "$devb" "$gb" "$v4a" ibv_rc_pingpong -s 512 -n 200
 pair_snap 1
@@ -274,7 +275,7 @@ expect "$deva rcvd_bytes +$arxb >= 200 * (512 + $bth_icrc)" "arxb >= 200 * (512 
 header_diff "$atxb" "$brxb" "$atx" "A->B"
 header_diff "$btxb" "$arxb" "$btx" "B->A"
 
-log "=== 2: ib_write_bw -s 65536 -n 20 (MTU 1024: 64 packets a message), $devb writes to $deva"
+subtest_begin "two devices: ib_write_bw -s 65536 -n 20 (64 packets a message)"
 pair_snap 0
 traffic "$nsa" "$deva" "$ga" "$nsb" "$devb" "$gb" "$v4a" ib_write_bw -F -s 65536 -n 20 -m 1024
 pair_snap 1
@@ -283,7 +284,7 @@ expect "$devb sent_pkts +$btx >= 20 * 64" "btx >= 20 * 64"
 expect "$deva rcvd_bytes +$arxb >= 20 * 65536" "arxb >= 20 * 65536"
 header_diff "$btxb" "$arxb" "$btx" "B->A"
 
-log "=== 3: ib_read_bw -s 65536 -n 20, $devb reads from $deva"
+subtest_begin "two devices: ib_read_bw -s 65536 -n 20"
 pair_snap 0
 traffic "$nsa" "$deva" "$ga" "$nsb" "$devb" "$gb" "$v4a" ib_read_bw -F -s 65536 -n 20 -m 1024
 pair_snap 1
@@ -291,6 +292,7 @@ pair_show
 expect "$deva sent_pkts +$atx >= 20 * 64" "atx >= 20 * 64"
 expect "$devb rcvd_bytes +$brxb >= 20 * 65536" "brxb >= 20 * 65536"
 header_diff "$atxb" "$brxb" "$atx" "A->B"
+subtest_end
 
 if sr_dmesg_since | grep -qi sroce; then
 	log "kernel log lines about sroce during the test:"

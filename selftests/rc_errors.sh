@@ -11,6 +11,7 @@
 # Topologies: two sroce devices (veth between two namespaces), IPv4 with
 # polling and IPv6 with completion events; one device (loopback), IPv4.
 # The device counters (sent_pkts, rcvd_pkts) must have moved.
+# Each case of each topology is a sub-case.
 export SR_TAG=re # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -61,19 +62,25 @@ for d in "$da" "$db" "$dl"; do
 done
 
 failed=()
+tmp=$(mktemp -d)
+defer rm -rf "$tmp"
 errors() { # DESCRIPTION ARGS...
 	local what=$1 rc=0
 	shift
 	log "### $what"
 	log "+ $bin $*"
-	timeout 200 "$bin" "$@" || rc=$?
+	timeout 200 "$bin" "$@" >"$tmp/out" 2>&1 || rc=$?
+	cat "$tmp/out"
 	[[ $rc == 0 ]] || failed+=("$what (exit $rc)")
+	pass_fail_to_tap <"$tmp/out" >"$tmp/tap"
+	subtests_from_tap "$tmp/tap" "$what" "$rc"
 }
 
 errors "two devices, IPv4, polling" --dev-a "$da" --dev-b "$db"
 errors "two devices, IPv6, completion events" --dev-a "$da" --dev-b "$db" --ipv6 --use-event
 errors "loopback on one device, IPv4" --dev-a "$dl" --dev-b "$dl"
 
+subtest_begin "device counters moved"
 for d in "$da" "$db" "$dl"; do
 	s=$(counter "$d" sent_pkts)
 	r=$(counter "$d" rcvd_pkts)
@@ -82,5 +89,6 @@ for d in "$da" "$db" "$dl"; do
 	((r > rcvd0[$d])) || fail "$d: rcvd_pkts did not move"
 done
 
+subtest_end
 ((${#failed[@]} == 0)) || fail "rc_errors failed: $(printf '%s; ' "${failed[@]}")"
 log "all rc_errors runs passed"

@@ -24,7 +24,8 @@
 # 2.5 GiB free (tools/vm/run --mem 4G; tools/test-all.sh does that); with
 # less the test skips. SROCE_BIGMSG_SIZE=256M (K/M/G) sets the size of both
 # topologies' messages,
-# SROCE_SEED=N reproduces a run's patterns.
+# SROCE_SEED=N reproduces a run's patterns. Each operation of each run is a
+# sub-case.
 export SR_TAG=rl # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -79,6 +80,8 @@ wait_gid "$db" 10.81.0.2
 wait_gid "$dl" fd82::1
 
 # --- runs ------------------------------------------------------------------------
+tmp=$(mktemp -d)
+defer rm -rf "$tmp"
 
 # run_or_dump CMD...: run CMD; if it fails, log the devices' nonzero
 # counters (retransmissions, timeouts, drops tell what went wrong; they count
@@ -104,9 +107,14 @@ bigmsg() { # DESCRIPTION ARGS...
 	shift
 	n=$((n + 1))
 	log "### $what"
-	if ! run_or_dump timeout 330 "$bin" --seed $((seed + n)) --timeout 240 "$@"; then
-		failed+=("$what")
-	fi
+	local rc=0
+	run_or_dump timeout 330 "$bin" --seed $((seed + n)) --timeout 240 "$@" >"$tmp/out" 2>&1 || rc=$?
+	cat "$tmp/out"
+	[[ $rc == 0 ]] || failed+=("$what")
+	# One sub-case per operation ("WRITE: ok 1073741824 bytes in ...").
+	sed -nE 's/^(WRITE|READ|SEND): ok .*/ok - \1/p; s/^(WRITE|READ|SEND): FAILED .*/not ok - \1/p' \
+		"$tmp/out" >"$tmp/tap"
+	subtests_from_tap "$tmp/tap" "$what" "$rc"
 	log "($what: $((SECONDS - t0)) s)"
 }
 

@@ -85,6 +85,9 @@ mt() { # DESCRIPTION ARGS...
 	log "### $what"
 	if ! run_or_dump timeout 200 "$bin" --seed $((seed + n)) --timeout 60 "$@"; then
 		failed+=("$what")
+		subtest_fail "$what" "rc_mt --seed $((seed + n)) failed (see above)"
+	else
+		subtest_ok "$what"
 	fi
 	log "($what: $((SECONDS - t0)) s)"
 }

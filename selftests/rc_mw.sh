@@ -14,6 +14,7 @@
 # Topologies: two sroce devices (veth between two namespaces), IPv4 with
 # polling and IPv6 with completion events; one device (loopback), IPv4.
 # No device may have seen ICRC errors or malformed packets.
+# Each case of each topology is a sub-case.
 # SROCE_FULL=1 adds a third pass: two devices over IPv6 with completion events
 # (window semantics do not depend on either; other tests cover both).
 export SR_TAG=mw # name prefix, see lib_sroce.sh
@@ -61,29 +62,39 @@ for d in "$da" "$db" "$dl"; do
 done
 
 failed=()
+tmp=$(mktemp -d)
+defer rm -rf "$tmp"
 mw() { # DESCRIPTION ARGS...
 	local what=$1 rc=0
 	shift
 	log "### $what"
 	log "+ $bin $*"
-	timeout 400 "$bin" "$@" || rc=$?
+	timeout 400 "$bin" "$@" >"$tmp/out" 2>&1 || rc=$?
+	cat "$tmp/out"
 	[[ $rc == 0 ]] || failed+=("$what (exit $rc)")
+	pass_fail_to_tap <"$tmp/out" >"$tmp/tap"
+	subtests_from_tap "$tmp/tap" "$what" "$rc"
 }
 
 mw "two devices, IPv4, polling" --dev-a "$da" --dev-b "$db"
-sr_more && mw "two devices, IPv6, completion events" --dev-a "$da" --dev-b "$db" --ipv6 --use-event
+sr_more_case "two devices, IPv6, completion events" &&
+	mw "two devices, IPv6, completion events" --dev-a "$da" --dev-b "$db" --ipv6 --use-event
 mw "loopback on one device, IPv4" --dev-a "$dl" --dev-b "$dl"
 
+subtest_begin "counters: no ICRC error or malformed packet; the NAKs where they belong"
+cfailed=()
 for d in "$da" "$db" "$dl"; do
 	for c in rcvd_icrc_err rcvd_malformed; do
 		v=$(hwc "$d" "$c")
-		[[ $v == 0 ]] || failed+=("$d: $c is $v")
+		[[ $v == 0 ]] || cfailed+=("$d: $c is $v")
 	done
 	log "$d: rem_access_nak_sent $(hwc "$d" rem_access_nak_sent), rcvd_fatal_nak $(hwc "$d" rcvd_fatal_nak)"
 done
 # Every refusal is A (da) accessing B (db).
-(($(hwc "$db" rem_access_nak_sent) > 0)) || failed+=("$db sent no remote access NAK")
-(($(hwc "$da" rem_access_nak_sent) == 0)) || failed+=("$da sent remote access NAKs (it only requests)")
+(($(hwc "$db" rem_access_nak_sent) > 0)) || cfailed+=("$db sent no remote access NAK")
+(($(hwc "$da" rem_access_nak_sent) == 0)) || cfailed+=("$da sent remote access NAKs (it only requests)")
+((${#cfailed[@]} == 0)) || fail "$(printf '%s; ' "${cfailed[@]}")"
+subtest_end
 
 ((${#failed[@]} == 0)) || fail "rc_mw failed: $(printf '%s; ' "${failed[@]}")"
 log "all rc_mw runs passed"

@@ -11,6 +11,17 @@
 #    ib_atomic_bw (fetch-and-add and compare-and-swap), ib_send_lat.
 # Every run must exit 0 on both sides with a sane report, and sroce must count
 # no ICRC errors or malformed packets from rxe (its ICRC matches sroce's).
+# Then the payload of every RC opcode, checked: tools/verbs-tests/rc_integrity
+# with one QP on the sroce device and one on the rxe device, once per opcode
+# (SEND, SEND_IMM, SEND_INV - SEND_WITH_INV of an rxe or sroce type 2 memory
+# window -, WRITE, WRITE_IMM, READ, CMP_SWAP, FETCH_ADD) and address family
+# (IPv4, IPv6): random sizes, SGE lists, inline and unsignaled WRs in both
+# directions, every byte and guard byte of both buffers, every completion
+# (immediate, invalidated R_Key) and every atomic's returned original value
+# and target checked. Each opcode x family x direction (sroce requester ->
+# rxe responder, rxe requester -> sroce responder) is a sub-case, as is each
+# pingpong and perftest run (a perftest run whose figures went unchecked,
+# its clock never calibrated, is a skipped one).
 # When a run fails it is repeated under tshark on the veth, and the pcap and
 # the dissector's view of it are kept (in the VM's output directory when
 # there is one: build/vm/runs/<run>/rc_rxe_interop-<tag>.pcap).
@@ -64,7 +75,8 @@ defer rm -rf "$tmp"
 failures=0
 next_port=18800
 ns=${SR_ID}s vr=${SR_ID}vr vs=${SR_ID}vs rxe=${SR_ID}rxe dev=${SR_ID}s0
-ipr=10.77.0.1 ips=10.77.0.2
+ipr=10.77.0.1 ips=10.77.0.2 ip6r=fd77::1 ip6s=fd77::2
+integrity=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
 # Where a failing exchange's pcap goes: the VM's output share if mounted.
 pcap_dir=${SROCE_PCAP_DIR:-/run/sroce-out}
 [[ -d "$pcap_dir" && -w "$pcap_dir" ]] || pcap_dir=$tmp
@@ -73,6 +85,8 @@ ns_create "$ns"
 veth_pair - "$vr" "$ns" "$vs"
 check ip addr add "$ipr/24" dev "$vr"
 check ip -n "$ns" addr add "$ips/24" dev "$vs"
+check ip addr add "$ip6r/64" dev "$vr" nodad
+check ip -n "$ns" addr add "$ip6s/64" dev "$vs" nodad
 check rdma link add "$rxe" type rxe netdev "$vr"
 defer_quiet rdma link delete "$rxe"
 sr_link_add "$ns" "$dev" "$vs"
@@ -152,16 +166,18 @@ run() {
 		why="CLOCK"
 	done
 	if [[ $why == CLOCK ]]; then
-		log "ok: $tag ($((SECONDS - t0))s), figures unchecked: perftest's clock never calibrated"
+		log "$tag ($((SECONDS - t0))s): both sides exited 0, but perftest's clock never calibrated"
+		subtest_skip "$tag" "figures unchecked: perftest's clock never calibrated"
 		return 0
 	fi
 	if [[ -z "$why" ]]; then
 		log "ok: $tag ($((SECONDS - t0))s): $(summary "$tmp/$tag.cli")"
+		subtest_ok "$tag"
 		return 0
 	fi
 	failures=$((failures + 1))
 	first_why=$why
-	log "NOT OK: $tag: $why"
+	subtest_fail "$tag" "$why"
 	sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
 	sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
 	log "  kernel log since the start of the test:"
@@ -244,12 +260,61 @@ for dir in "rxe sroce" "sroce rxe"; do
 	run "pp-mtu4096-$s" "$s" "$c" -g pp_ok ibv_rc_pingpong -c -m 4096 -s 65536 -n 10
 done
 
+check ip link set "$vr" mtu 1500
+check ip -n "$ns" link set "$vs" mtu 1500
+
+# --- every RC opcode, the payload checked -------------------------------------------
+# One rc_integrity run per opcode and family: A is the sroce device, B the
+# rxe one; its TAP lines "OP sroce->rxe" (sroce requests, rxe responds) and
+# "OP rxe->sroce" are the sub-cases.
+ops=(SEND SEND_IMM SEND_INV WRITE WRITE_IMM READ CMP_SWAP FETCH_ADD)
+if [[ ! -x $integrity ]]; then
+	for fam in 4 6; do
+		for op in "${ops[@]}"; do
+			for d in "sroce->rxe" "rxe->sroce"; do
+				subtest_skip "$op $d, IPv$fam" "$integrity is not built (make verbs-tests)"
+			done
+		done
+	done
+else
+	wait_for "sr_gid_index $rxe $ip6r" 10 || fail "$rxe: no RoCE v2 GID for $ip6r: $(sr_gids "$rxe")"
+	wait_for "sr_gid_index $dev $ip6s" 10 || fail "$dev: no RoCE v2 GID for $ip6s: $(sr_gids "$dev")"
+	# Neighbours resolved before the QPs need them.
+	for a in "$ips" "$ip6s"; do wait_for "sr_ping - $a" 10 || fail "no ping from $rxe's side to $a"; done
+	for a in "$ipr" "$ip6r"; do wait_for "sr_ping $ns $a" 10 || fail "no ping from $ns to $a"; done
+	seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
+	log "=== every RC opcode between sroce ($dev) and rdma_rxe ($rxe), payload checked (seed base $seed)"
+	k=0
+	for fam in 4 6; do
+		famarg=()
+		[[ $fam == 4 ]] || famarg=(--ipv6)
+		for op in "${ops[@]}"; do
+			k=$((k + 1))
+			log "--- $op, IPv$fam"
+			log "+ rc_integrity --dev-a $dev --dev-b $rxe ${famarg[*]} --ops $op --seed $((seed + k))"
+			rc=0
+			timeout 200 "$integrity" --dev-a "$dev" --dev-b "$rxe" "${famarg[@]}" --ops "$op" \
+				--seed $((seed + k)) --iters 40 --depth 8 --max-size 64K --timeout 60 \
+				--tap --tap-names sroce,rxe >"$tmp/ri.$op.$fam" 2>&1 || rc=$?
+			sed 's/^/  | /' "$tmp/ri.$op.$fam"
+			sed -nE "s/^((not )?ok - [A-Z_]+ [a-z]+->[a-z]+)( # .*)?\$/\1, IPv$fam\3/p" "$tmp/ri.$op.$fam" \
+				>"$tmp/ri.tap"
+			grep -E '^not ok - rc_integrity' "$tmp/ri.$op.$fam" | sed "s/^not ok - rc_integrity/not ok - $op, IPv$fam/" \
+				>>"$tmp/ri.tap" || true
+			[[ $rc == 0 ]] || failures=$((failures + 1))
+			subtests_from_tap "$tmp/ri.tap" rc_integrity "$rc"
+		done
+	done
+fi
+
 icrc=$(stat_of rcvd_icrc_err) malformed=$(stat_of rcvd_malformed)
 rx=$(stat_of rcvd_pkts) tx=$(stat_of sent_pkts)
 log "sroce $dev counters: sent_pkts $tx rcvd_pkts $rx rcvd_icrc_err $icrc rcvd_malformed $malformed"
 if [[ $icrc != 0 || $malformed != 0 ]]; then
 	failures=$((failures + 1))
-	log "NOT OK: sroce counted $icrc ICRC errors and $malformed malformed packets from rxe"
+	subtest_fail "no ICRC error or malformed packet from rxe" "sroce counted $icrc ICRC errors and $malformed malformed packets"
+else
+	subtest_ok "no ICRC error or malformed packet from rxe"
 fi
 if sr_dmesg_since | grep -qiE 'sroce|rxe'; then
 	log "kernel log lines about sroce/rxe during the test:"

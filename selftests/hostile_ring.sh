@@ -124,14 +124,21 @@ fi
 seed=${HOSTILE_RING_SEED:-$(((RANDOM << 15 | RANDOM) + 1))}
 sr_dmesg_mark
 failed=()
-hostile() { # DESCRIPTION TIMEOUT ARGS...
+tmp=$(mktemp -d)
+defer rm -rf "$tmp"
+# hostile DESCRIPTION TIMEOUT ARGS...: one run; each of its cases
+# ("PASS: NAME" / "FAIL: NAME") is a sub-case.
+hostile() {
 	local what=$1 limit=$2 rc=0 t0=$SECONDS
 	shift 2
 	log "### $what"
 	log "+ $bin $*"
-	timeout -k 10 "$limit" "$bin" "$@" || rc=$?
+	timeout -k 10 "$limit" "$bin" "$@" >"$tmp/out" 2>&1 || rc=$?
+	cat "$tmp/out"
 	log "### $what: exit $rc after $((SECONDS - t0))s"
 	[[ $rc == 0 ]] || failed+=("$what (exit $rc)")
+	pass_fail_to_tap <"$tmp/out" >"$tmp/tap"
+	subtests_from_tap "$tmp/tap" "$what" "$rc"
 }
 
 bugs=()
@@ -144,12 +151,15 @@ hostile "ring attacks, two devices" "$limit" --group ring --dev-a "$da" --dev-b 
 hostile "ring attacks, one device (loopback)" "$limit" --group ring --dev-a "$dl" --dev-b "$dl" --seed "$((seed + 1))" \
 	--fuzz-rounds 16 --mutate-iters 40 "${bugs[@]}" "${ring_args[@]}"
 hostile "resource limits" "$limit" --group limits --dev-a "$da" --dev-b "$db" "${limits_args[@]}"
-if [[ "${HOSTILE_RING_GENTLE:-0}" != 1 ]]; then
+if [[ "${HOSTILE_RING_GENTLE:-0}" == 1 ]]; then
+	subtest_skip "shadow race" "HOSTILE_RING_GENTLE=1"
+else
 	hostile "shadow race" "${SROCE_HOSTILE_RING_TIMEOUT:-120}" --case shadow_race --dev-a "$da" --dev-b "$db" --seed "$seed" \
 		--race-seconds "${HOSTILE_RING_RACE_SECONDS:-${SROCE_HOSTILE_RING_RACE_SECONDS:-10}}"
 fi
 
 # Nothing left behind once the processes are gone.
+nf=${#failed[@]}
 wait_for res_settled 15 || true
 for d in "$da" "$db" "$dl"; do
 	log "$d after: ${res1[$d]:-}"
@@ -158,6 +168,8 @@ for d in "$da" "$db" "$dl"; do
 done
 left=$(user_objects)
 [[ -z "$left" ]] || failed+=("rdma res show still lists objects of hostile_ring: $left")
+subtest_verdict "nothing left behind (rdma res show)" "${failed[*]:nf}"
+nf=${#failed[@]}
 
 # The refusals went through the devices' NAK paths; no bad packet was built.
 for d in "$da" "$db" "$dl"; do
@@ -180,6 +192,8 @@ moved "$db" rem_access_nak_sent || failed+=("$db sent no remote access NAK (fore
 moved "$db" rem_op_nak_sent || failed+=("$db sent no remote operational NAK (corrupt receive rings)")
 moved "$da" rcvd_fatal_nak || failed+=("$da counted no fatal NAK")
 moved "$dl" rem_access_nak_sent || failed+=("$dl (loopback) sent no remote access NAK")
+subtest_verdict "NAK counters moved, no ICRC error or malformed packet" "${failed[*]:nf}"
+nf=${#failed[@]}
 
 # The devices still carry verified traffic.
 read -ra check_args <<<"${SROCE_HOSTILE_RING_CHECK_ARGS:-}"
@@ -187,12 +201,15 @@ log "+ $integrity --dev-a $da --dev-b $db --iters 50 ${check_args[*]}"
 rc=0
 timeout -k 10 120 "$integrity" --dev-a "$da" --dev-b "$db" --iters 50 "${check_args[@]}" || rc=$?
 [[ $rc == 0 ]] || failed+=("rc_integrity after the attacks (exit $rc)")
+subtest_verdict "verified traffic after the attacks" "${failed[*]:nf}"
+nf=${#failed[@]}
 
 # The kernel log: no splat (run.sh checks too), and what sroce said.
 klog=$(sr_dmesg_since)
 if ! splat=$("$SROCE_ROOT/tools/vm/check-splat" - <<<"$klog"); then
 	failed+=("kernel log: $splat")
 fi
+subtest_verdict "no splat in the kernel log" "${failed[*]:nf}"
 n=$(grep -c sroce <<<"$klog" || true)
 log "kernel log since the start: $(wc -l <<<"$klog") lines, $n mentioning sroce"
 grep sroce <<<"$klog" | tail -n 20 || true

@@ -224,7 +224,49 @@ wait "$selftest_pid" || rc=$?
 touch "$tmp/reaped.selftest"
 cat "$tmp/selftest.log"
 [[ $rc != 4 ]] || skip "$PYTHON cannot import scapy.contrib.roce or pyverbs (python3-scapy, python3-pyverbs)"
+subtest_verdict "the injector's ICRC: known answers, scapy's" "$([[ $rc == 0 ]] || echo "self-test exit $rc")"
 [[ $rc == 0 ]] || fail "the injector's ICRC self-test failed"
+
+# injector_tap <LOG: the injector's phases as TAP lines: the ICRC check of
+# real traffic, each directed case ("--- NAME: N packet(s)", then "    ok",
+# "    NOT OK: why" or "    XFAIL"), and the flood and mutation phases by
+# their summary lines ("PHASE: N cases, ..., F failed, ...").
+injector_tap() {
+	awk '
+		function flush() {
+			if (name == "") return
+			if (st == "fail") print "not ok - directed: " name " # " why
+			else if (st == "xfail") print "ok - directed: " name " # SKIP known deviation (XFAIL)"
+			else if (st == "ok") print "ok - directed: " name
+			else print "not ok - directed: " name " # no verdict"
+			name = ""
+		}
+		/^### ICRC of real traffic/ { ph = "icrc"; next }
+		/^### (directed|flood|mutate)/ {
+			flush()
+			if (ph == "icrc") print (icrc_bad == "" ? "ok - ICRC of real traffic, both families" : "not ok - ICRC of real traffic, both families # " icrc_bad)
+			ph = $2; sub(/\[.*/, "", ph); next
+		}
+		ph == "icrc" && /ICRC mismatch|disagrees with the wire|icrc-check: want at least/ {
+			if (icrc_bad == "") { icrc_bad = $0; gsub(/#/, "", icrc_bad) }
+		}
+		ph == "directed" && /^--- / {
+			flush()
+			name = $0; sub(/^--- /, "", name); sub(/: [0-9]+ packet\(s\).*$/, "", name); gsub(/#/, "", name)
+			st = ""; why = ""; next
+		}
+		ph == "directed" && /^    NOT OK: / { st = "fail"; if (why == "") { why = $0; sub(/^    NOT OK: /, "", why); gsub(/#/, "", why) } }
+		ph == "directed" && /^    XFAIL/ && st != "fail" { st = "xfail" }
+		ph == "directed" && /^    ok \(/ && st == "" { st = "ok" }
+		/^(directed|flood|mutate): [0-9]+ cases, / {
+			if ($1 == "directed:") flush()
+			p = $1; sub(/:$/, "", p)
+			if (p == "directed") next
+			f = $0; sub(/ failed.*/, "", f); sub(/.* /, "", f)
+			print (f == 0 ? "ok - " p : "not ok - " p " # " f " check(s) failed")
+		}
+		END { flush() }'
+}
 
 # --- phases 1b-4: one injector process, real traffic throughout ----------------------------
 # (Python and scapy take seconds to start in a TCG guest.) The injector first
@@ -237,15 +279,22 @@ traffic_start hostile
 t0=$SECONDS
 rc=0
 injector all --seed "$seed" --count "$mutations" --cycle 2000 --flood "$flood" --cnps 5000 \
-	--min-packets 100 --traffic-gen "$tmp/gen.hostile" || rc=$?
+	--min-packets 100 --traffic-gen "$tmp/gen.hostile" 2>&1 | tee "$tmp/inj.log" || rc=$?
 log "injector: $((SECONDS - t0)) s, exit $rc"
+injector_tap <"$tmp/inj.log" >"$tmp/inj.tap"
+subtests_from_tap "$tmp/inj.tap" injector "$rc"
+subtest_begin "real traffic passed throughout the hostile input"
 traffic_stop
+subtest_end
 [[ $rc == 0 ]] || fail "hostile input checks failed (seed $seed; see above)"
 
 # --- phase 5: the device still passes traffic, nothing is left over ---------------------------
 log "### [t=${SECONDS}s] after the hostile input"
+subtest_begin "rc_integrity after the hostile input, IPv4"
 check "$bin" --seed $((seed + 7)) --dev-a "$da" --dev-b "$db" --iters 150 --max-size 64K --timeout 60 "${ri_args[@]}"
+subtest_begin "rc_integrity after the hostile input, IPv6"
 check "$bin" --seed $((seed + 8)) --dev-a "$da" --dev-b "$db" --ipv6 --iters 100 --timeout 60 "${ri_args[@]}"
+subtest_begin "no user QP, CQ, MR or PD left"
 leftovers() { # user-space QPs, CQs, MRs and PDs still on our devices
 	local r
 	for r in qp cq mr pd; do
@@ -257,6 +306,7 @@ leftovers() { # user-space QPs, CQs, MRs and PDs still on our devices
 no_leftovers() { [[ -z "$(leftovers)" ]]; }
 wait_for no_leftovers 10 || fail "resources left on $da/$db: $(leftovers)"
 log "ok: no user QP, CQ, MR or PD left on $da or $db"
+subtest_end
 
 counters "$db" >"$tmp/counters.end"
 log "$db counters over the whole test:"

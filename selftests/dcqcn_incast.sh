@@ -263,6 +263,7 @@ dcqcn_mode() {
 
 if ((have_dcqcn)); then
 	log "### knob validation"
+	nf=${#failed[@]}
 	# Values before any change; all decimal.
 	for k in "${knobs[@]}"; do
 		v=$(knob_get "$devr" "$k")
@@ -297,6 +298,7 @@ if ((have_dcqcn)); then
 	sr_expect_eq "dcqcn/rpg_gd after writing 7" "$(knob_get "$devr" rpg_gd)" 7
 	sr_expect_eq "${devs[1]} dcqcn/rpg_gd after writing $devr's" "$(knob_get "${devs[1]}" rpg_gd)" "$g1"
 	knob_set "$devr" rpg_gd "$g"
+	subtest_verdict "knobs: decimal, bad values refused (EINVAL), good ones per device" "${failed[*]:nf}"
 
 	# Tuning for this link: see the knobs file (the host simulator, ctest
 	# proto.dcqcn_sim_*, reads it too).
@@ -801,18 +803,30 @@ else
 	log "NOTE: no dumpcap/tshark: the CNPs are not dissected"
 fi
 qpns=()
+# incast TAG MODE DUR WIN START...: one run and its checks, one sub-case
+# (full-only and not-wanted runs are skipped ones); ran=1 if it ran.
+# (Called as a plain command: "set -e" stays in force in the run.)
+incast() {
+	local tag=$1 mode=$2 nf=${#failed[@]}
+	ran=0
+	if [[ $tag == *-2 ]] && ((!full)); then
+		subtest_skip "$tag" "long set only (SROCE_DCQCN_FULL=1 or SROCE_FULL=1)"
+		return 0
+	fi
+	if ! want_run "$tag"; then
+		subtest_skip "$tag" "not in SROCE_DCQCN_ONLY"
+		return 0
+	fi
+	run_incast "$@"
+	if [[ $mode == on ]]; then check_on "$tag"; else check_off "$tag"; fi
+	subtest_verdict "$tag" "${failed[*]:nf}"
+	ran=1
+}
 if ((have_dcqcn)); then
-	if want_run on-2-late; then
-		run_incast on-2-late on "$d2" "$w2" 0 "$j2"
-		check_on on-2-late
-	fi
-	if ((full)) && want_run on-2; then
-		run_incast on-2 on "$d2" "$w2" 0 0
-		check_on on-2
-	fi
-	if want_run on-4; then
-		run_incast on-4 on "$d4" "$w4" 0 0 0 0
-		check_on on-4
+	incast on-2-late on "$d2" "$w2" 0 "$j2"
+	incast on-2 on "$d2" "$w2" 0 0
+	incast on-4 on "$d4" "$w4" 0 0 0 0
+	if ((ran)); then
 		# The senders' QPNs (as tshark prints them), for the CNPs' DestQP.
 		for ((i = 1; i <= 4; i++)); do
 			q=$(awk '/local address:/ { for (k = 1; k <= NF; k++) if ($k == "QPN") print $(k + 1) }' "$tmp/on-4.cli$i" | head -n1)
@@ -823,23 +837,18 @@ if ((have_dcqcn)); then
 	fi
 else
 	capture=''
+	for t in on-2-late on-2 on-4; do
+		subtest_skip "$t" "the kernel has no DCQCN interface"
+	done
 fi
-if want_run off-2-late; then
-	run_incast off-2-late off "$d2" "$w2" 0 "$j2"
-	check_off off-2-late
-fi
-if ((full)) && want_run off-2; then
-	run_incast off-2 off "$d2" "$w2" 0 0
-	check_off off-2
-fi
-if want_run off-4; then
-	run_incast off-4 off "$d4" "$w4" 0 0 0 0
-	check_off off-4
-fi
+incast off-2-late off "$d2" "$w2" 0 "$j2"
+incast off-2 off "$d2" "$w2" 0 0
+incast off-4 off "$d4" "$w4" 0 0 0 0
 
 # --- the CNPs on the wire -------------------------------------------------------------------
 if [[ -n $capture ]]; then
 	log "### tshark: CNPs and CE-marked requests captured on $rv during on-4"
+	nf=${#failed[@]}
 	dscp=$(knob_get "$devr" cnp_dscp)
 	fields=(-e frame.number -e ip.src -e ip.dst -e ip.dsfield.dscp -e ip.dsfield.ecn -e udp.length
 		-e infiniband.bth.opcode -e infiniband.bth.p_key -e infiniband.bth.destqp -e infiniband.bth.psn
@@ -879,6 +888,9 @@ if [[ -n $capture ]]; then
 	((nce > 0)) || bad "tshark: no CE-marked request in 3 s of on-4 on $rv"
 	((nbad == 0)) || bad "tshark: $nbad packets not as expected; first: $firstbad"
 	grep -m1 '|129|' "$tmp/tshark.txt" | sed 's/^/  first CNP: /' || true
+	subtest_verdict "the CNPs on the wire, as tshark dissects them" "${failed[*]:nf}"
+else
+	subtest_skip "the CNPs on the wire, as tshark dissects them" "no capture (no dumpcap/tshark, no DCQCN, or on-4 not run)"
 fi
 
 # --- report ----------------------------------------------------------------------------------

@@ -72,6 +72,7 @@ ln -s "$sub" "$port/subsystems/$nqn" || fail "cannot enable the RDMA port (nvmet
 defer_quiet rm -f "$port/subsystems/$nqn"
 
 # --- host --------------------------------------------------------------------------
+subtest_begin "nvme connect -t rdma: the 256 MiB namespace appears"
 log "nvme connect -t rdma -a $addr -s 4420 -n $nqn"
 check timeout 120 nvme connect -t rdma -a "$addr" -s 4420 -n "$nqn"
 defer_quiet timeout 120 nvme disconnect -n "$nqn"
@@ -102,7 +103,7 @@ sent0=$(counter sent_pkts)
 fio_run() { # NAME ARGS...
 	local name=$1
 	shift
-	log "### fio $name"
+	subtest_begin "fio $name (crc32c verify)"
 	if ! timeout 400 fio --name="$name" --filename="$blk" --ioengine=libaio --direct=1 \
 		--iodepth=16 --verify=crc32c --verify_fatal=1 --do_verify=1 \
 		--output="$tmp/$name.out" "$@"; then
@@ -117,6 +118,7 @@ fio_run randwrite-verify --rw=randwrite --bsrange=4k-128k --size=48M --randrepea
 # Sequential large blocks across a different region.
 fio_run seqwrite-verify --rw=write --bs=128k --offset=128M --size=64M
 
+subtest_begin "the traffic went over sroce; no error counted"
 sent=$(counter sent_pkts)
 log "$dev: sent_pkts $sent0 -> $sent"
 ((sent > sent0 + 1000)) || fail "sent_pkts barely moved: NVMe traffic did not go over sroce"
@@ -124,4 +126,5 @@ for c in rcvd_malformed rcvd_icrc_err rcvd_no_qp retry_exceeded_err; do
 	v=$(counter "$c")
 	[[ "$v" == 0 ]] || fail "counter $c = $v"
 done
+subtest_end
 log "NVMe-oF over sroce: fio verify passed"

@@ -26,7 +26,7 @@ SR_TAG=mc
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 sr_setup
-require_cmd mckey timeout
+require_cmd mckey timeout stdbuf
 require_module rdma_ucm
 sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
 
@@ -59,12 +59,15 @@ defer rm -rf "$tmp"
 run_group() { # FAMILY GROUP SENDER_BIND RECEIVER_BIND
 	local fam=$1 grp=$2 sbind=$3 rbind=$4 r1 r2 rc=0 f
 	log "### IPv$fam group $grp: 2 receivers in $nsb, sender in $nsa, $count messages"
-	ip netns exec "$nsb" timeout 120 mckey -m "$grp" -b "$rbind" -C "$count" >"$tmp/r1" 2>&1 &
+	ip netns exec "$nsb" timeout 120 stdbuf -oL mckey -m "$grp" -b "$rbind" -C "$count" >"$tmp/r1" 2>&1 &
 	r1=$!
-	ip netns exec "$nsb" timeout 120 mckey -m "$grp" -b "$rbind" -C "$count" >"$tmp/r2" 2>&1 &
+	ip netns exec "$nsb" timeout 120 stdbuf -oL mckey -m "$grp" -b "$rbind" -C "$count" >"$tmp/r2" 2>&1 &
 	r2=$!
-	# The receivers must have joined before anything is sent.
-	sleep 4
+	# The receivers must have joined before anything is sent: mckey prints
+	# "receiving data transfers" once its joins completed (its receives
+	# are posted before it joins). (This was a 4 s sleep.)
+	wait_for "grep -q 'receiving data transfers' $tmp/r1 && grep -q 'receiving data transfers' $tmp/r2" 60 ||
+		{ log "not ok: the receivers did not report their joins"; cat "$tmp/r1" "$tmp/r2"; rc=1; }
 	if [[ $fam == 4 ]]; then
 		ip -n "$nsb" maddr show dev "$vb" | grep -q "inet  *$grp" ||
 			{ log "not ok: $vb did not join $grp"; ip -n "$nsb" maddr show dev "$vb"; rc=1; }
@@ -110,13 +113,29 @@ verbs_group() {
 }
 
 failures=0
-run_group 4 239.192.0.1 "$v4a" "$v4b" || failures=$((failures + 1))
+# verdict NAME STATUS: a group's sub-case.
+verdict() {
+	if [[ $2 == 0 ]]; then
+		subtest_ok "$1"
+	else
+		failures=$((failures + 1))
+		subtest_fail "$1" "see the log above"
+	fi
+}
+rc=0
+run_group 4 239.192.0.1 "$v4a" "$v4b" || rc=$?
+verdict "mckey, IPv4 group, 2 receivers" "$rc"
 ud_mcast=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/ud_mcast
 if [[ -x $ud_mcast ]]; then
-	verbs_group ff0e::db8:1 6 || failures=$((failures + 1))
-	verbs_group 239.192.0.2 4 || failures=$((failures + 1))
+	rc=0
+	verbs_group ff0e::db8:1 6 || rc=$?
+	verdict "verbs, IPv6 group (attach by GID)" "$rc"
+	rc=0
+	verbs_group 239.192.0.2 4 || rc=$?
+	verdict "verbs, IPv4 group (attach by GID)" "$rc"
 else
-	log "$ud_mcast is not built (make verbs-tests): verbs-level groups not run"
+	subtest_skip "verbs, IPv6 group (attach by GID)" "$ud_mcast is not built (make verbs-tests)"
+	subtest_skip "verbs, IPv4 group (attach by GID)" "$ud_mcast is not built (make verbs-tests)"
 fi
 ((failures == 0)) || fail "$failures multicast runs failed"
 log "multicast: all runs passed"

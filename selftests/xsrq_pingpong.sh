@@ -135,7 +135,7 @@ xp() {
 	fi
 	if [[ -n "$why" ]]; then
 		failures=$((failures + 1))
-		log "NOT OK: $tag: $why"
+		subtest_fail "$tag" "$why"
 		for f in "$tmp/$tag".*; do sed "s/^/  ${f##*.}| /" "$f"; done
 		for d in "$sdev" "$cdev"; do
 			log "  $d counters: $(grep -H . "$SR_SYS/$d/ports/1/hw_counters/"* |
@@ -145,6 +145,7 @@ xp() {
 		return 0
 	fi
 	log "ok: $tag ($((SECONDS - t0))s, $sdev received $((rx1 - rx0)) packets)"
+	subtest_ok "$tag"
 }
 
 xp4() { xp "$1" "$2" "$3" "$4" "$nsa" "$deva" "$ga4" "$nsb" "$devb" "$gb4" "$v4a" "${@:5}"; }

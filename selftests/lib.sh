@@ -198,6 +198,7 @@ subtest() {
 		"$@"
 	) &
 	wait $! || rc=$?
+	# shellcheck disable=SC2034  # for the caller
 	SUBTEST_RC=$rc
 	case $rc in
 	0) _subtest_put ok "$name" ;;

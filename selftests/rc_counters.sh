@@ -112,20 +112,23 @@ snap() {
 }
 
 # settle NS DEV FILE: snap once the counters stopped moving (the last ACKs
-# may still be on their way when the programs exit).
+# may still be on their way when the programs exit): the same over three
+# reads 0.5 s apart (one unchanged read was the rule; a guest stalled for
+# half a second would pass it with an ACK still on its way).
 settle() {
-	local i
+	local i stable=0
 	snap "$1" "$2" "$3"
-	for ((i = 0; i < 20; i++)); do
+	for ((i = 0; i < 40 && stable < 3; i++)); do
 		sleep 0.5
 		snap "$1" "$2" "$3.new"
 		if cmp -s "$3" "$3.new"; then
-			rm -f "$3.new"
-			return 0
+			stable=$((stable + 1))
+		else
+			stable=0
 		fi
 		mv "$3.new" "$3"
 	done
-	fail "the counters of $2 were still moving after 10 s"
+	((stable >= 3)) || fail "the counters of $2 were still moving after 20 s"
 }
 
 # d BEFORE AFTER NAME: how much counter NAME moved ("" if there is no such counter).
@@ -186,7 +189,7 @@ traffic() {
 	spid=$!
 	wait_for "listening $sns $port" 20 || fail "$1 server did not listen: $(cat "$tmp/srv")"
 	ns_exec "$cns" timeout 120 "$@" -d "$cdev" "$gflag" "$cgid" -p "$port" "$addr" >"$tmp/cli" 2>&1 || crc=$?
-	[[ $crc == 0 ]] || { sleep 1; kill "$spid" 2>/dev/null || true; }
+	[[ $crc == 0 ]] || wait_for "! kill -0 $spid" 5 || kill "$spid" 2>/dev/null || true
 	wait "$spid" || src=$?
 	if [[ $crc != 0 || $src != 0 ]]; then
 		sed 's/^/  server| /' "$tmp/srv"

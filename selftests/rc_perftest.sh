@@ -178,7 +178,7 @@ pt_once() {
 	fi
 	ns_exec "$nsb" timeout 120 "$tool" -d "$devb" -x "$gb" -F -p "$port" "${args[@]}" "$srv" \
 		>"$tmp/$tag.cli" 2>&1 || crc=$?
-	[[ $crc == 0 ]] || { sleep 1; kill "$spid" 2>/dev/null || true; }
+	[[ $crc == 0 ]] || wait_for "! kill -0 $spid" 5 || kill "$spid" 2>/dev/null || true
 	wait "$spid" || src=$?
 	[[ $crc == 0 ]] || why="client exited with $crc"
 	[[ $src == 0 ]] || why="${why:+$why, }server exited with $src"

@@ -166,7 +166,7 @@ pp() {
 	else
 		ns_exec "$cns" timeout 120 "${common[@]}" -d "$cdev" -g "$cgid" "$addr" >"$tmp/$tag.cli" 2>&1 || crc=$?
 		# A client that failed leaves the server waiting for completions.
-		[[ $crc == 0 ]] || { sleep 1; kill "$spid" 2>/dev/null || true; }
+		[[ $crc == 0 ]] || wait_for "! kill -0 $spid" 5 || kill "$spid" 2>/dev/null || true
 		wait "$spid" || src=$?
 		[[ $crc == 0 ]] || why="client exited with $crc"
 		[[ $src == 0 ]] || why="${why:+$why, }server exited with $src"

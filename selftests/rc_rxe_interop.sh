@@ -31,9 +31,6 @@
 # When a run fails it is repeated under tshark on the veth, and the pcap and
 # the dissector's view of it are kept (in the VM's output directory when
 # there is one: build/vm/runs/<run>/rc_rxe_interop-<tag>.pcap).
-# When a run fails it is repeated under tshark on the veth, and the pcap and
-# the dissector's view of it are kept (in the VM's output directory when
-# there is one: build/vm/runs/<run>/rc_rxe_interop-<tag>.pcap).
 SR_TAG=ix
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -147,7 +144,7 @@ exchange() {
 	fi
 	ns_exec "$cns" timeout 120 "$@" -d "$cdev" "$gflag" "$cgid" -p "$port" "$(side_ip "$sside")" \
 		>"$tmp/$tag.cli" 2>&1 || crc=$?
-	[[ $crc == 0 ]] || { sleep 1; kill "$spid" 2>/dev/null || true; }
+	[[ $crc == 0 ]] || wait_for "! kill -0 $spid" 5 || kill "$spid" 2>/dev/null || true
 	wait "$spid" || src=$?
 	[[ $crc == 0 ]] || why="client exited with $crc"
 	[[ $src == 0 ]] || why="${why:+$why, }server exited with $src"
@@ -196,7 +193,8 @@ run() {
 	log "  repeating $tag under tshark -i $vr -> $pcap"
 	tshark -q -i "$vr" -f "udp port 4791" -w "$pcap" >"$tmp/tshark.log" 2>&1 &
 	cap=$!
-	sleep 3 # dumpcap needs a moment under TCG
+	# dumpcap takes seconds to start under TCG: wait until it captures.
+	wait_for "grep -q 'Capturing on' $tmp/tshark.log" 30 || log "  (tshark did not say it was capturing)"
 	exchange "$@"
 	sleep 1
 	kill -INT "$cap" 2>/dev/null || true

@@ -167,7 +167,7 @@ exchange() {
 	# shellcheck disable=SC2086
 	ns_exec "$cns" timeout 120 $ccmd >"$tmp/$tag.cli" 2>"$tmp/$tag.cli.err" || crc=$?
 	# A client that failed leaves the server waiting.
-	[[ $crc == 0 ]] || { sleep 1; kill "$spid" 2>/dev/null || true; }
+	[[ $crc == 0 ]] || wait_for "! kill -0 $spid" 5 || kill "$spid" 2>/dev/null || true
 	wait "$spid" || src=$?
 	snap 1
 	[[ $crc == 0 ]] || why="client exited with $crc"
@@ -216,7 +216,8 @@ run() {
 	log "  repeating $tag under tshark -i $vr -> $pcap"
 	tshark -q -i "$vr" -f "udp port 4791" -w "$pcap" >"$tmp/tshark.log" 2>&1 &
 	cap=$!
-	sleep 3 # dumpcap needs a moment under TCG
+	# dumpcap takes seconds to start under TCG: wait until it captures.
+	wait_for "grep -q 'Capturing on' $tmp/tshark.log" 30 || log "  (tshark did not say it was capturing)"
 	exchange "$tag-rep" "$@"
 	[[ -n "$why" ]] || why=$("$verify" "$tmp/$tag-rep.srv" "$tmp/$tag-rep.cli")
 	[[ -n "$why" ]] || why=$(pkt_check "$min")

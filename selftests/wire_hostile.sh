@@ -118,12 +118,8 @@ sr_link_add "$nsa" "$da" "$va"
 sr_link_add "$nsb" "$db" "$vb"
 # gid_of DEV ADDR: DEV's RoCE v2 GID index for ADDR, once it exists.
 gid_of() {
-	local i
-	for ((i = 0; i < 50; i++)); do
-		sr_gid_index "$1" "$2" && return 0
-		sleep 0.2
-	done
-	fail "$1 has no RoCE v2 GID for $2"
+	wait_for "sr_gid_index $1 $2" 10 || fail "$1 has no RoCE v2 GID for $2"
+	sr_gid_index "$1" "$2"
 }
 ga4=$(gid_of "$da" "$ipa")
 gb4=$(gid_of "$db" "$ipb")
@@ -195,9 +191,9 @@ traffic_start() {
 	) >"$tmp/traffic.$tr_tag" 2>&1 &
 	tr_pid=$!
 	defer_quiet traffic_kill "$tr_tag" "$tr_pid"
-	# Let the first run get going.
-	wait_for "grep -q '^# run 1' $tmp/traffic.$tr_tag" 10 || true
-	sleep 2
+	# Let the first run get going: its QPs connected (it prints the path
+	# MTU then, and posts right after). (This was a 2 s sleep.)
+	wait_for "grep -q '^path_mtu' $tmp/traffic.$tr_tag" 60 || true
 }
 traffic_kill() { # TAG PID: on an early exit, stop the loop and its current run
 	[[ ! -e "$tmp/reaped.$1" ]] || return 0

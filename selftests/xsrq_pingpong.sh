@@ -114,7 +114,7 @@ xp() {
 			wait "${cpids[i]}" || rc=$?
 			[[ $rc == 0 ]] || why="${why:+$why, }client $i exited with $rc"
 		done
-		[[ -z "$why" ]] || { sleep 1; kill "$spid" 2>/dev/null || true; }
+		[[ -z "$why" ]] || wait_for "! kill -0 $spid" 5 || kill "$spid" 2>/dev/null || true
 		rc=0
 		wait "$spid" || rc=$?
 		[[ $rc == 0 ]] || why="${why:+$why, }server exited with $rc"

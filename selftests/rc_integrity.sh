@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 300
+# timeout: 420
 #
 # RC data integrity with tools/verbs-tests/rc_integrity: one process drives
 # two connected RC QPs with random SEND/SEND_IMM/SEND_INV/WRITE/WRITE_IMM/

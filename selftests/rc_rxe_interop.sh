@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 900
+# timeout: 1200
 #
 # Wire compatibility with the kernel's own RoCE v2 implementation: rdma_rxe in
 # the initial namespace on one end of a veth pair, sroce in namespace S on the

@@ -36,7 +36,7 @@ while [[ $# -gt 0 ]]; do
 	--force) force=1 ;;
 	--list) list=1 ;;
 	--timeout) default_timeout=$2; shift ;;
-	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	*) filters+=("$1") ;;
 	esac

@@ -307,8 +307,10 @@ rxe_loss() {
 		x0[$n]=$(<"$SR_SYS/$dx/ports/1/hw_counters/$n")
 	done
 	log "+ $bin --seed $((seed + 99)) --dev-a $dx --dev-b $rxe (netem loss 5% both ways, every opcode)"
+	# --rxe-side b: rxe flags a SEND_WITH_INV it receives with the kernel's
+	# bit (see rc_rxe_interop).
 	timeout 300 "$bin" --seed $((seed + 99)) --dev-a "$dx" --dev-b "$rxe" --timeout 60 \
-		--iters "$it" --depth 8 --max-size 64K || rc=$?
+		--iters "$it" --depth 8 --max-size 64K --rxe-side b || rc=$?
 	for n in "${!x0[@]}"; do
 		x1[$n]=$(<"$SR_SYS/$dx/ports/1/hw_counters/$n")
 	done

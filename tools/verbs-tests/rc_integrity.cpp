@@ -966,6 +966,10 @@ void Test::bind_windows(int sd)
 					      ep.label.c_str(), i, s.mws[i].rkey, ibv_wc_status_str(wc.status),
 					      wc.status, wc_opcode_str(wc.opcode)));
 		s.mws[i].bound = true;
+		// The consumer owns a type 2 window's key: keep ibv_mw's rkey the
+		// bound one, which rxe's provider passes as the window to bind next
+		// time (the kernel refuses a stale one). sroce's goes by the index.
+		s.mws[i].mw->rkey = s.mws[i].rkey;
 		binds_++;
 		got++;
 	}

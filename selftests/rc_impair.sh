@@ -246,7 +246,10 @@ ad=$(dc "$da" roce_adp_retrans)
 # READ resumed mid-message must name the rest of the data in its RETH (rxe's
 # responder reads from it) and its responses continue as MIDDLE/LAST (rxe's
 # requester takes a FIRST there for an error, with a WARN). Both directions
-# run (rc_integrity posts from A and from B).
+# run (rc_integrity posts from A and from B), with every opcode
+# rc_integrity posts. rxe once answered an invalid-request NAK here (with
+# SEND, WRITE, READ and FETCH_ADD only); that did not come back in 6 runs of
+# 300 operations of every opcode under 5% loss since 4eb60b5.
 rxe_loss() {
 	local nsx=${SR_ID}x vr=${SR_ID}vr vx=${SR_ID}vx rxe=${SR_ID}rxe dx=${SR_ID}x0 rc=0 d=0 dev
 	ns_create "$nsx"
@@ -266,9 +269,9 @@ rxe_loss() {
 	for n in retransmitted_pkts implied_nak_seq_err rcvd_icrc_err rcvd_malformed; do
 		x0[$n]=$(<"$SR_SYS/$dx/ports/1/hw_counters/$n")
 	done
-	log "+ $bin --seed $((seed + 99)) --dev-a $dx --dev-b $rxe (netem loss 5% both ways)"
+	log "+ $bin --seed $((seed + 99)) --dev-a $dx --dev-b $rxe (netem loss 5% both ways, every opcode)"
 	timeout 300 "$bin" --seed $((seed + 99)) --dev-a "$dx" --dev-b "$rxe" --timeout 60 \
-		--iters "$it" --depth 8 --max-size 64K --ops SEND,WRITE,READ,FETCH_ADD || rc=$?
+		--iters "$it" --depth 8 --max-size 64K || rc=$?
 	for n in "${!x0[@]}"; do
 		x1[$n]=$(<"$SR_SYS/$dx/ports/1/hw_counters/$n")
 	done

@@ -105,27 +105,9 @@ say "  command line: $(cat /proc/cmdline)"
 verdict debug-options "${#bad[@]}" "$(IFS=';'; echo "${bad[*]:-}")"
 
 # --- 2. the selftests --------------------------------------------------------------
-# One run.sh per test, in the order given. With SROCE_LANE_BUDGET=S (CI's
-# time budget, in seconds of this script) a test starts only if the time
-# left is 1.1 times what it takes here (measured with the lane's settings in
-# CI on the 2-CPU development machine; 300 s for a test not listed): the
-# ones left are reported as skipped, and the kmemleak scans and the final
-# checks still run.
-declare -A took=([teardown_traffic]=210 [wire_hostile]=205 [hostile_ring]=130 [sroce_netdev_removal]=85
-	[sroce_link_cycle]=51 [sroce_load_unload]=38 [rc_impair]=75
-	[dcqcn_basic]=365 # dcqcn_basic: measured with make test-debug, not yet in CI
-	[sec_local]=300   # sec_local: an estimate (~110 s on the stock kernel, 35 s of it fixed-length phases)
-	[sec_wire]=300)   # sec_wire: an estimate (~100 s on the stock kernel with its full sizes, 20 s of it the race)
-budget=${SROCE_LANE_BUDGET:-0}
+# One run.sh per test, in the order given.
 : >/run/debug-lane-selftests.txt
 for t in "$@"; do
-	need=$((${took[$t]:-300} * 11 / 10))
-	if ((budget > 0 && budget - SECONDS < need)); then
-		say "skip: $t: $((budget - SECONDS)) s of the lane's budget left, it needs about $need s (SROCE_LANE_BUDGET=$budget)"
-		echo "ok 1 $t # SKIP out of CI's time budget" | tee -a /run/debug-lane-selftests.txt
-		skipped=$((skipped + 1))
-		continue
-	fi
 	"$root/selftests/run.sh" "$t" | tee /run/debug-lane-one.txt
 	cat /run/debug-lane-one.txt >>/run/debug-lane-selftests.txt
 	if read -r p f s < <(summary_counts /run/debug-lane-one.txt); then

@@ -35,9 +35,7 @@ source "$ROOT/tools/summary.sh"
 # reallocated under a streaming READ, XRC SRQs destroyed under lookups) and
 # the wire-side ones (sec_wire: forged local packets, duplicate READs,
 # oversize datagrams, a backlog flood behind a READ stream, rdma link add
-# racing with netdev removal); the last two last, their times are estimates.
-# In this order: when CI's time budget stops the lane early, the tests that
-# find the most have run.
+# racing with netdev removal). CI runs all of them on every run (.ci/run).
 DEFAULT_TESTS="teardown_traffic wire_hostile hostile_ring sroce_netdev_removal sroce_link_cycle sroce_load_unload rc_impair dcqcn_basic sec_local sec_wire"
 
 die() { echo "test-debug: $*" >&2; exit 1; }
@@ -163,14 +161,6 @@ vm=("$ROOT/tools/vm/run" --kernel "$kdir/bzImage" --modules-dir "$kdir/modules/l
 	# loop limit for each PCI device's _PRT (virtio uses MSI-X anyway).
 	--append "kasan_multi_shot no_hash_pointers acpi=noirq")
 [[ -z "$out" ]] || vm+=(--out "$out")
-# DEBUG_LANE_DEADLINE=EPOCH (CI's budget): the guest starts no test it
-# cannot finish by then, keeping 130 s for the boot (40 s), the kmemleak
-# scans (50-60 s), the final checks and the power-off.
-if [[ -n ${DEBUG_LANE_DEADLINE:-} ]]; then
-	export SROCE_LANE_BUDGET=$((DEBUG_LANE_DEADLINE - $(date +%s) - 130))
-	say "CI deadline in $((DEBUG_LANE_DEADLINE - $(date +%s))) s: the guest's test budget is $SROCE_LANE_BUDGET s"
-	((SROCE_LANE_BUDGET > 0)) || SROCE_LANE_BUDGET=1
-fi
 t2=$SECONDS
 set +e
 "${vm[@]}" -- tools/debug-kernel/guest.sh "${tests[@]}" 2>&1 | tee "$obj/guest.log"

@@ -853,10 +853,12 @@ def newlink_race(a):
     the whole of link add (measured first, without a race): netlink straight
     from python, so that the deletion lands inside the kernel's link add
     rather than in a command's start-up. Meanwhile the main thread watches
-    for the device existing while its netdev is already unlisted (being
-    unregistered): for longer than --orphan-ms, the device was left on its
-    dead netdev (a missed NETDEV_UNREGISTER, found only by the core's
-    rebroadcast a second later, or never). A call that does not return within
+    for the device existing, after "rdma link add" returned, while its
+    netdev is already unlisted (being unregistered): for longer than
+    --orphan-ms, the device was left on its dead netdev (a missed
+    NETDEV_UNREGISTER, found only by the core's rebroadcast a second later,
+    or never). Before link add returns, the device may exist on a dying
+    netdev while its registration finishes: that is unavoidable. A call that does not return within
     --hang-seconds is a hang; a device still there after both returned was
     left behind. Devices are named --prefix + K + N, netdevs --prefix + N
     (and N + "p")."""
@@ -911,8 +913,11 @@ def newlink_race(a):
         since, orphan = None, 0.0
         while (ta.is_alive() or td.is_alive()) and time.monotonic() < deadline:
             now = time.monotonic()
-            if os.path.exists(sysfs + dev) and rt.request(RTM_GETLINK, 0, _ifinfo() + _rta(
-                    IFLA_IFNAME, nd.encode() + b"\0")) == 19:       # ENODEV: unlisted
+            # A device registered on a netdev that is going away exists until
+            # its registration has finished (then sroce removes it at once):
+            # the clock runs only once "rdma link add" has returned.
+            if not ta.is_alive() and os.path.exists(sysfs + dev) and rt.request(
+                    RTM_GETLINK, 0, _ifinfo() + _rta(IFLA_IFNAME, nd.encode() + b"\0")) == 19:
                 since = now if since is None else since
                 orphan = max(orphan, now - since)
             else:

@@ -32,7 +32,7 @@ tg_net() {
 	# Frames of more than a page need mergeable receive buffers: they arrive
 	# in page fragments (non-linear skbs). No offload can be negotiated:
 	# QEMU's stream netdev has no virtio-net header, so checksums are
-	# computed and checked by the kernel.
+	# computed and checked in software.
 	local feat
 	feat=$(</sys/class/net/eth0/device/features)
 	echo "virtio-net features $feat: mergeable rx buffers (bit 15) ${feat:15:1}," \

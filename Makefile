@@ -2,7 +2,8 @@
 #
 #   make deps      install every Debian package the project needs (idempotent)
 #   make           build kernel/sroce.ko and build/user/libsroce-rdmav34.so
-#   make test      host unit tests + all selftests in a QEMU guest
+#   make test      host unit tests + all selftests in a QEMU guest + the two-guest lane
+#   make test-2vm  the two-guest lane alone: two QEMU guests joined by a virtio-net link
 #   make check     checkpatch --strict + sparse on kernel/, clang-format/-tidy on user/
 #   make demo      boot a guest, load sroce, create a device, show it working
 #   make install   module + provider into the system (DESTDIR-aware)
@@ -32,7 +33,7 @@ export KVER
 
 .PHONY: all deps deps-check kernel user test test-host test-vm check check-kernel \
 	check-user demo install clean proto-test fuzz verbs-tests bench kverbs-test \
-	debug-kernel test-debug test-debug-inject
+	debug-kernel test-debug test-debug-inject test-2vm
 
 all: kernel user verbs-tests kverbs-test
 
@@ -81,6 +82,12 @@ fuzz:
 # Every selftest in one guest boot; the harness fails the run on any kernel splat.
 test-vm: all
 	$(ROOT)/tools/vm/run --timeout $(VM_TIMEOUT) --mem $(VM_MEM) -- selftests/run.sh $(TESTS)
+
+# Two guests joined by a virtio-net link (tools/vm/two-guests): sroce between
+# two kernels through a real NIC driver, and against rdma_rxe in the other.
+VM_2VM_TIMEOUT ?= 900
+test-2vm: all
+	$(ROOT)/tools/vm/two-guests --timeout $(VM_2VM_TIMEOUT)
 
 # One summary line at the end, over host and guest results together.
 test: all proto-test

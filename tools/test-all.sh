@@ -1,6 +1,8 @@
 #!/bin/bash
-# `make test`: host unit tests, the VM harness's own self-test, then every
-# selftest in one QEMU guest. Prints one closing line over all of them:
+# `make test`: host unit tests, the VM harness's own self-test, every
+# selftest in one QEMU guest, then the two-guest lane (tools/vm/two-guests;
+# SROCE_2VM=0 leaves it out, counted as skipped). Prints one closing line
+# over all of them:
 #   N passed, N failed, N skipped
 # and exits non-zero if anything failed.
 set -uo pipefail
@@ -78,6 +80,15 @@ echo "=== selftests in the guest ==="
 # shellcheck disable=SC2086 # TESTS: a list of words
 tools/vm/run --timeout "${VM_TIMEOUT:-2400}" --mem "${VM_MEM:-4G}" -- selftests/run.sh ${TESTS:-} 2>&1 | tee "$LOG/selftests.log"
 add_counts selftests "$LOG/selftests.log" "${PIPESTATUS[0]}"
+
+echo "=== two guests joined by a virtio-net link (tools/vm/two-guests) ==="
+if [[ ${SROCE_2VM:-1} == 0 ]]; then
+	echo "two-guests: 0 passed, 0 failed, 1 skipped (SROCE_2VM=0)" | tee "$LOG/two-guests.log"
+	add_counts two-guests "$LOG/two-guests.log" 0
+else
+	tools/vm/two-guests --timeout "${VM_2VM_TIMEOUT:-900}" 2>&1 | tee "$LOG/two-guests.log"
+	add_counts two-guests "$LOG/two-guests.log" "${PIPESTATUS[0]}"
+fi
 
 if [[ ${#failed_parts[@]} -gt 0 ]]; then
 	echo "test: failures in: ${failed_parts[*]} (logs in build/test-logs/)"

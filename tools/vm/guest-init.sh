@@ -64,6 +64,14 @@ cmd=()   # set by env.sh
 # shellcheck source=/dev/null
 source "$OUT/env.sh" || { console "cannot read $OUT/env.sh"; poweroff_now; }
 
+# tools/vm/run --share: a host directory another guest may share too (no
+# caching, so that what one guest writes the other sees at once).
+if [[ "${SROCE_VM_SHARE:-}" == 1 ]]; then
+	mkdir -p /run/sroce-share
+	mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 sroceshare /run/sroce-share ||
+		console "cannot mount the shared directory (--share)"
+fi
+
 # A self-built kernel (debug lane) brings its own modules directory.
 if [[ -n "${SROCE_VM_MODULES_DIR:-}" ]]; then
 	kmods=/lib/modules/$(uname -r)

@@ -107,8 +107,43 @@ verdict debug-options "${#bad[@]}" "$(IFS=';'; echo "${bad[*]:-}")"
 # --- 2. the selftests --------------------------------------------------------------
 # One run.sh per test, in the order given.
 : >/run/debug-lane-selftests.txt
+# SROCE_DEBUG_STOP_ON_REPORT=REGEX (prove-inject.sh): once the kernel log has a
+# report matching REGEX with sroce in its next 40 lines, the running test
+# is stopped, the rest are not run and the lane fails: the proof that the
+# lane catches an injected bug needs nothing more.
+stop_re=${SROCE_DEBUG_STOP_ON_REPORT:-}
+stopped=''
+report_seen() { dmesg 2>/dev/null | grep -A40 -E "$stop_re" | grep -q sroce; }
+run_one() { # TEST: selftests/run.sh TEST, stopped early on a report (see above)
+	if [[ -z $stop_re ]]; then
+		"$root/selftests/run.sh" "$1"
+		return
+	fi
+	setsid "$root/selftests/run.sh" "$1" &
+	local pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		if report_seen; then
+			say "a report matching '$stop_re' involves sroce: stopping $1 and the lane"
+			kill -- -"$pid" 2>/dev/null
+			sleep 2
+			kill -9 -- -"$pid" 2>/dev/null
+			stopped=$1
+			break
+		fi
+		sleep 2
+	done
+	wait "$pid"
+}
 for t in "$@"; do
-	"$root/selftests/run.sh" "$t" | tee /run/debug-lane-one.txt
+	if [[ -n $stopped ]]; then
+		say "test $t: not run (the lane stopped at a report)"
+		continue
+	fi
+	run_one "$t" | tee /run/debug-lane-one.txt
+	if [[ -n $stopped ]]; then
+		verdict "selftests $t" 1 "stopped at a kernel report involving sroce"
+		continue
+	fi
 	cat /run/debug-lane-one.txt >>/run/debug-lane-selftests.txt
 	if read -r p f s < <(summary_counts /run/debug-lane-one.txt); then
 		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
@@ -167,8 +202,12 @@ kmemleak_check() {
 	fi
 }
 t=$SECONDS
-kmemleak_check
-say "kmemleak scans: $((SECONDS - t)) s"
+if [[ -n $stopped ]]; then
+	say "kmemleak: not scanned (the lane stopped at a report)"
+else
+	kmemleak_check
+	say "kmemleak scans: $((SECONDS - t)) s"
+fi
 
 # --- 4. the checkers are still on ----------------------------------------------------------
 off=()

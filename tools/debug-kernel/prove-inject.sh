@@ -33,6 +33,9 @@ out=$ROOT/build/debug-inject/vm
 export SROCE_TEARDOWN_ROUNDS=${SROCE_TEARDOWN_ROUNDS:-1}
 export SROCE_TEARDOWN_SIDED=${SROCE_TEARDOWN_SIDED:-0}
 export SROCE_TEARDOWN_NETEM_ROUNDS=${SROCE_TEARDOWN_NETEM_ROUNDS:-1}
+# The guest stops the lane at the first report involving sroce: nothing
+# after it is needed for the proof.
+export SROCE_DEBUG_STOP_ON_REPORT=$want
 rc=0
 "$HERE/test.sh" --inject "$patch" --out "$out" "${tests[@]}" || rc=$?
 

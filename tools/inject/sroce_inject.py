@@ -2033,6 +2033,8 @@ def main():
     g = ap.add_argument_group("newlink-race (sec-wire's rdma link add / netdev removal race)")
     g.add_argument("--prefix", default="nlr", help="newlink-race: netdev and device name prefix")
     g.add_argument("--hang-seconds", type=int, default=15)
+    g.add_argument("--min-rounds", type=int, default=3,
+                   help="newlink-race: race rounds (after 3 calibration rounds) run even past --seconds")
     g.add_argument("--orphan-ms", type=int, default=700,
                    help="newlink-race: longest a device may outlive its netdev's unlisting")
     a = ap.parse_args()

@@ -875,7 +875,14 @@ def newlink_race(a):
     end = time.monotonic() + a.seconds
     i = 0
     rng = random.Random(a.seed)
-    while time.monotonic() < end:
+    # A deletion that lands inside a link add waits for the registration to
+    # finish and the device to be unregistered (the RDMA core serialises
+    # them): up to about one link add and one deletion. The limit past
+    # which a call is a hang is --hang-seconds, or three times the slowest
+    # calibration round if that is longer (a debug kernel's link add takes
+    # seconds: it registers the device with every RDMA client).
+    hang = a.hang_seconds
+    while time.monotonic() < end or i < 3 + a.min_rounds:
         i += 1
         nd, dev = "%s%d" % (a.prefix, i), "%sK%d" % (a.prefix, i)
         err = rt.new_veth(nd, nd + "p")
@@ -906,10 +913,10 @@ def newlink_race(a):
         ta = threading.Thread(target=add, daemon=True)
         ta.start()
         if calib:
-            ta.join(a.hang_seconds)
+            ta.join(hang)
         td = threading.Thread(target=delete, kwargs={"delay": delay}, daemon=True)
         td.start()
-        deadline = time.monotonic() + a.hang_seconds
+        deadline = time.monotonic() + hang
         since, orphan = None, 0.0
         while (ta.is_alive() or td.is_alive()) and time.monotonic() < deadline:
             now = time.monotonic()
@@ -927,7 +934,7 @@ def newlink_race(a):
         if ta.is_alive() or td.is_alive():
             what = " and ".join(w for w, th in (("rdma link add %s" % dev, ta), ("deleting %s" % nd, td))
                                 if th.is_alive())
-            probs.append("%s did not return within %d s, %s" % (what, a.hang_seconds, tag))
+            probs.append("%s did not return within %.0f s, %s" % (what, hang, tag))
             if os.path.exists(sysfs + dev):
                 probs.append("%s exists, on netdev %s that is being deleted" % (dev, nd))
                 log("newlink-race: releasing %s: rdma link delete" % dev)
@@ -939,6 +946,11 @@ def newlink_race(a):
         if calib:
             add_ms.append(res["add_ms"])
         del_ms.append(res["del_ms"])
+        if i == 3:
+            hang = max(a.hang_seconds, 3 * (max(add_ms) + max(del_ms)) / 1000)
+            log("newlink-race: hang-limit-s %.0f (--hang-seconds %d; the slowest calibration round:"
+                " link add %.0f ms, deletion %.0f ms)" % (hang, a.hang_seconds, max(add_ms),
+                                                          max(del_ms)))
         orphans.append(orphan * 1000)
         key = "created, then removed" if res["add"] == 0 else "refused (%s)" % os.strerror(res["add"])
         outcomes[key] = outcomes.get(key, 0) + 1
@@ -953,6 +965,8 @@ def newlink_race(a):
         if res["del"] not in (0, 19):       # ENODEV: gone already (never, here)
             probs.append("deleting %s: %s" % (nd, os.strerror(res["del"])))
             rt.del_link(nd)
+    if len(delays) < a.min_rounds:
+        probs.append("only %d race round(s), want at least %d" % (len(delays), a.min_rounds))
     log("newlink-race: %d rounds in %.0f s; rdma link add alone takes %s ms; deletion delays"
         " %.1f..%.1f ms; %s" % (i, a.seconds, "/".join("%.0f" % x for x in add_ms),
                                 min(delays or [0]) * 1000, max(delays or [0]) * 1000,

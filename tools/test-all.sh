@@ -75,11 +75,49 @@ echo "=== VM harness self-test ==="
 tools/vm/test/harness-selftest.sh 2>&1 | tee "$LOG/harness.log"
 add_counts harness "$LOG/harness.log" "${PIPESTATUS[0]}"
 
-echo "=== selftests in the guest ==="
-# 4 GiB: rc_large registers two 1 GiB buffers (it skips with less memory).
+# The selftests run in SROCE_TEST_GUESTS guests at once (default 2), each
+# given a share of the tests by their measured time (selftests/durations,
+# longest first, each to the guest with the least so far). One guest uses
+# about one of the machine's CPUs on average (its tests wait on timers,
+# peers and timeouts much of the time), so two finish the list in well
+# under the time of one. A test not in durations counts as 120 s.
+guests=${SROCE_TEST_GUESTS:-2}
 # shellcheck disable=SC2086 # TESTS: a list of words
-tools/vm/run --timeout "${VM_TIMEOUT:-2400}" --mem "${VM_MEM:-4G}" -- selftests/run.sh ${TESTS:-} 2>&1 | tee "$LOG/selftests.log"
-add_counts selftests "$LOG/selftests.log" "${PIPESTATUS[0]}"
+mapfile -t all_tests < <(selftests/run.sh --list ${TESTS:-})
+declare -A weight=()
+while read -r name secs; do
+	[[ -n $name && $name != \#* ]] && weight[$name]=$secs
+done <selftests/durations
+declare -a group load
+for ((g = 0; g < guests; g++)); do group[g]='' load[g]=0; done
+while read -r secs name; do
+	best=0
+	for ((g = 1; g < guests; g++)); do
+		((load[g] < load[best])) && best=$g
+	done
+	group[best]+=" $name" load[best]=$((load[best] + secs))
+done < <(for t in "${all_tests[@]}"; do echo "${weight[$t]:-120} $t"; done | sort -rn)
+
+echo "=== selftests in $guests guest(s) ==="
+pids=()
+for ((g = 0; g < guests; g++)); do
+	[[ -n ${group[g]} ]] || continue
+	echo "guest $g (about ${load[g]} s):${group[g]}"
+	# 4 GiB: rc_large registers two 1 GiB buffers (it skips with less memory).
+	# shellcheck disable=SC2086 # a list of words
+	tools/vm/run --timeout "${VM_TIMEOUT:-2400}" --mem "${VM_MEM:-4G}" \
+		--out "$ROOT/build/vm/runs/selftests-$g" -- selftests/run.sh ${group[g]} \
+		>"$LOG/selftests.$g.log" 2>&1 &
+	pids[g]=$!
+done
+: >"$LOG/selftests.log"
+for ((g = 0; g < guests; g++)); do
+	[[ -n ${group[g]} ]] || continue
+	wait "${pids[g]}"
+	rc=$?
+	{ echo "--- guest $g:${group[g]}"; cat "$LOG/selftests.$g.log"; } | tee -a "$LOG/selftests.log"
+	add_counts "selftests (guest $g)" "$LOG/selftests.$g.log" "$rc"
+done
 
 echo "=== two guests joined by a virtio-net link (tools/vm/two-guests) ==="
 if [[ ${SROCE_2VM:-1} == 0 ]]; then

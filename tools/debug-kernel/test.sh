@@ -162,21 +162,54 @@ vm=("$ROOT/tools/vm/run" --kernel "$kdir/bzImage" --modules-dir "$kdir/modules/l
 	# acpi=noirq: the ACPI interpreter, instrumented, needs more than its 30 s
 	# loop limit for each PCI device's _PRT (virtio uses MSI-X anyway).
 	--append "kasan_multi_shot no_hash_pointers acpi=noirq")
-[[ -z "$out" ]] || vm+=(--out "$out")
+# The tests run in DEBUG_GUESTS guests at once (default 2; never more than
+# there are tests), each given a share by their measured time on this
+# kernel (longest first, each to the guest with the least so far). Each
+# guest checks its debug options, runs its tests and scans for leaks.
+declare -A weight=(
+	[dcqcn_basic]=460 [sec_wire]=280 [teardown_traffic]=275 [wire_hostile]=265
+	[hostile_ring]=160 [sec_local]=150 [sroce_netdev_removal]=115 [rc_impair]=105
+	[sroce_link_cycle]=60 [sroce_load_unload]=40
+)
+guests=${DEBUG_GUESTS:-2}
+((guests <= ${#tests[@]})) || guests=${#tests[@]}
+declare -a group load
+for ((g = 0; g < guests; g++)); do group[g]='' load[g]=0; done
+while read -r secs name; do
+	best=0
+	for ((g = 1; g < guests; g++)); do
+		((load[g] < load[best])) && best=$g
+	done
+	group[best]+=" $name" load[best]=$((load[best] + secs))
+done < <(for t in "${tests[@]}"; do echo "${weight[$t]:-120} $t"; done | sort -rn)
+say "$guests guest(s) at once"
 t2=$SECONDS
-set +e
-"${vm[@]}" -- tools/debug-kernel/guest.sh "${tests[@]}" 2>&1 | tee "$obj/guest.log"
-rc=${PIPESTATUS[0]}
-set -e
-say "guest: $((SECONDS - t2)) s, exit $rc; whole lane $((SECONDS - t0)) s"
-
-# The last summary line is the guest's; a VM-level failure (splat outside a
-# test, timeout, crash) with no failed test in it still counts as one.
-p=0 f=0 s=0
-read -r p f s < <(summary_counts "$obj/guest.log") || true
-if [[ $rc != 0 && $f == 0 ]]; then
-	say "the VM run failed (exit $rc) although no test failed in it; counting one failure"
-	f=$((f + 1))
-fi
+pids=()
+for ((g = 0; g < guests; g++)); do
+	gout=${out:-$ROOT/build/vm/runs/debug}
+	((g == 0)) || gout+="-$g"
+	say "guest $g (about ${load[g]} s):${group[g]} -> $gout"
+	# shellcheck disable=SC2086 # a list of words
+	"${vm[@]}" --out "$gout" -- tools/debug-kernel/guest.sh ${group[g]} >"$obj/guest.$g.log" 2>&1 &
+	pids[g]=$!
+done
+p=0 f=0 s=0 rc=0
+: >"$obj/guest.log"
+for ((g = 0; g < guests; g++)); do
+	grc=0
+	wait "${pids[g]}" || grc=$?
+	{ echo "--- debug guest $g:${group[g]}"; cat "$obj/guest.$g.log"; } | tee -a "$obj/guest.log"
+	# The guest's summary line; a VM-level failure (splat outside a test,
+	# timeout, crash) with no failed test in it still counts as one.
+	gp=0 gf=0 gs=0
+	read -r gp gf gs < <(summary_counts "$obj/guest.$g.log") || true
+	if [[ $grc != 0 && $gf == 0 ]]; then
+		say "guest $g: the VM run failed (exit $grc) although no test failed in it; counting one failure"
+		gf=$((gf + 1))
+	fi
+	p=$((p + gp)) f=$((f + gf)) s=$((s + ${gs:-0}))
+	[[ $grc == 0 ]] || rc=$grc
+done
+say "guests: $((SECONDS - t2)) s, exit $rc; whole lane $((SECONDS - t0)) s"
 echo "$p passed, $f failed, ${s:-0} skipped"
 [[ $rc == 0 && $f == 0 ]]

@@ -30,7 +30,9 @@ done
 [[ $rc -eq 0 ]] && echo "check-kernel: checkpatch --strict clean (${#srcs[@]} files)"
 
 # sparse on every file (C=2 forces a re-check even when up to date).
-log=$(make -j"$(nproc)" -C "$KDIR" M="$ROOT/kernel" C=2 W=1 modules 2>&1) || { echo "$log"; exit 1; }
+# Its own make, with its own jobs (not the caller's jobserver, if any).
+log=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -j"$(nproc)" -C "$KDIR" M="$ROOT/kernel" C=2 W=1 modules 2>&1) ||
+	{ echo "$log"; exit 1; }
 findings=$(grep -E "warning:|error:" <<<"$log" || true)
 if [[ -n "$findings" ]]; then
 	echo "$findings"

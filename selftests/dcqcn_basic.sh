@@ -264,7 +264,10 @@ ns_exec "$nsa" timeout 60 ib_write_bw -d "$da" -x "$ga" -F -p 18600 -s 65536 -u 
 cpid=$!
 line=$(ip netns exec "$nsa" cat "/sys/class/net/$va/speed" 2>/dev/null || echo 10000)
 seen=''
-for ((i = 0; i < 20; i++)); do
+# For as long as the client runs (its -D 3 s of traffic come after its
+# start-up and connection exchange, which take seconds in a busy guest): a
+# fixed 6 s window missed the QP altogether there (CI, two guests at once).
+while kill -0 "$cpid" 2>/dev/null; do
 	sleep 0.3
 	q=$(rc_qp_json "$da")
 	[[ -n $q ]] || continue

@@ -113,6 +113,8 @@ verdict debug-options "${#bad[@]}" "$(IFS=';'; echo "${bad[*]:-}")"
 # lane catches an injected bug needs nothing more.
 stop_re=${SROCE_DEBUG_STOP_ON_REPORT:-}
 stopped=''
+# run_one runs in a pipeline (a subshell): it leaves a flag file.
+rm -f /run/debug-lane-stopped
 report_seen() { dmesg 2>/dev/null | grep -A40 -E "$stop_re" | grep -q sroce; }
 run_one() { # TEST: selftests/run.sh TEST, stopped early on a report (see above)
 	if [[ -z $stop_re ]]; then
@@ -127,7 +129,7 @@ run_one() { # TEST: selftests/run.sh TEST, stopped early on a report (see above)
 			kill -- -"$pid" 2>/dev/null
 			sleep 2
 			kill -9 -- -"$pid" 2>/dev/null
-			stopped=$1
+			echo "$1" >/run/debug-lane-stopped
 			break
 		fi
 		sleep 2
@@ -140,6 +142,7 @@ for t in "$@"; do
 		continue
 	fi
 	run_one "$t" | tee /run/debug-lane-one.txt
+	[[ ! -s /run/debug-lane-stopped ]] || stopped=$(cat /run/debug-lane-stopped)
 	if [[ -n $stopped ]]; then
 		verdict "selftests $t" 1 "stopped at a kernel report involving sroce"
 		continue

@@ -162,7 +162,7 @@ vm=("$ROOT/tools/vm/run" --kernel "$kdir/bzImage" --modules-dir "$kdir/modules/l
 	# acpi=noirq: the ACPI interpreter, instrumented, needs more than its 30 s
 	# loop limit for each PCI device's _PRT (virtio uses MSI-X anyway).
 	--append "kasan_multi_shot no_hash_pointers acpi=noirq")
-# The tests run in DEBUG_GUESTS guests at once (default 2; never more than
+# The tests run in DEBUG_GUESTS guests at once (default 1; never more than
 # there are tests), each given a share by their measured time on this
 # kernel (longest first, each to the guest with the least so far). Each
 # guest checks its debug options, runs its tests and scans for leaks.
@@ -171,7 +171,7 @@ declare -A weight=(
 	[hostile_ring]=160 [sec_local]=150 [sroce_netdev_removal]=115 [rc_impair]=105
 	[sroce_link_cycle]=60 [sroce_load_unload]=40
 )
-guests=${DEBUG_GUESTS:-2}
+guests=${DEBUG_GUESTS:-1}
 ((guests <= ${#tests[@]})) || guests=${#tests[@]}
 declare -a group load
 for ((g = 0; g < guests; g++)); do group[g]='' load[g]=0; done

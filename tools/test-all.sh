@@ -88,19 +88,13 @@ declare -A weight=()
 while read -r name secs; do
 	[[ -n $name && $name != \#* ]] && weight[$name]=$secs
 done <selftests/durations
-declare -a group load
-for ((g = 0; g < guests; g++)); do group[g]='' load[g]=0; done
-while read -r secs name; do
-	best=0
-	for ((g = 1; g < guests; g++)); do
-		((load[g] < load[best])) && best=$g
-	done
-	group[best]+=" $name" load[best]=$((load[best] + secs))
-done < <(for t in "${all_tests[@]}"; do
+# shellcheck source=tools/deal.sh
+source "$ROOT/tools/deal.sh"
+deal "$guests" < <(for t in "${all_tests[@]}"; do
 	w=${weight[$t]:-120}
 	[[ " ${SROCE_SKIP_TESTS:-} " != *" $t "* ]] || w=1 # reported as skipped, not run
 	echo "$w $t"
-done | sort -rn)
+done)
 
 echo "=== selftests in $guests guest(s) ==="
 pids=()

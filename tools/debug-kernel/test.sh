@@ -173,15 +173,9 @@ declare -A weight=(
 )
 guests=${DEBUG_GUESTS:-1}
 ((guests <= ${#tests[@]})) || guests=${#tests[@]}
-declare -a group load
-for ((g = 0; g < guests; g++)); do group[g]='' load[g]=0; done
-while read -r secs name; do
-	best=0
-	for ((g = 1; g < guests; g++)); do
-		((load[g] < load[best])) && best=$g
-	done
-	group[best]+=" $name" load[best]=$((load[best] + secs))
-done < <(for t in "${tests[@]}"; do echo "${weight[$t]:-120} $t"; done | sort -rn)
+# shellcheck source=tools/deal.sh
+source "$ROOT/tools/deal.sh"
+deal "$guests" < <(for t in "${tests[@]}"; do echo "${weight[$t]:-120} $t"; done)
 say "$guests guest(s) at once"
 t2=$SECONDS
 pids=()

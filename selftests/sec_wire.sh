@@ -261,13 +261,16 @@ newlink_race() {
 	# take longer than that without anything being lost (the injector's
 	# hang limit, derived from its calibration rounds: a debug kernel's
 	# link add takes seconds), a lost reference shows as a deletion that
-	# never returns instead; otherwise the notice fails the case.
+	# never returns instead; otherwise the notice fails the case. There the
+	# strict check stays visible as its own sub-case, skipped as a known
+	# failure (see the verdicts below).
 	local notice hang
 	notice=$(sr_dmesg_since | grep "unregister_netdevice: waiting" | head -n1 | sed 's/^\[[^]]*\] //')
 	hang=$(sed -nE 's/.*hang-limit-s ([0-9]+).*/\1/p' "$tmp/pyrace.log" | head -n1)
 	if [[ -n $notice ]]; then
 		if ((${hang:-0} > 10)); then
 			log "  info: kernel: $notice (deletions may take up to ${hang} s here, and each returned)"
+			notice_known="$notice (hang limit ${hang} s: the RDMA core unregisters a device only after the registration in flight, seconds each on this kernel)"
 		else
 			probs+=("kernel: $notice")
 		fi
@@ -293,6 +296,11 @@ if want newlink_race; then
 fi
 
 # --- verdicts -------------------------------------------------------------------------
+# newlink_race's strict check, where its hang limit let the kernel's 10 s
+# notice pass: a known failure, reported as a skipped sub-case.
+if [[ -n ${notice_known:-} ]]; then
+	subtest_skip "newlink_race: no unregister_netdevice notice" "known failure: $notice_known"
+fi
 n=0 failed=0
 for c in "${all_cases[@]}"; do
 	if [[ " ${cases[*]} " != *" $c "* ]]; then

@@ -303,26 +303,39 @@ sr_ip_text() {
 # returns 1 if there is none. (One grep over the 256 entries: forks are slow
 # in the TCG guest.)
 sr_gid_index() {
-	local want idx
+	local want i g t1 t2 rest
 	want=$(sr_gid_sysfs "$2")
-	idx=$(sr_gids "$1" | awk -v g="$want" '$2 == g && $3 == "RoCE" && $4 == "v2" {print $1; exit}')
-	[[ -n "$idx" ]] || return 1
-	echo "$idx"
+	while read -r i g t1 t2 rest; do
+		if [[ $g == "$want" && $t1 == RoCE && $t2 == v2 ]]; then
+			echo "$i"
+			return 0
+		fi
+	done < <(sr_gids "$1")
+	return 1
 }
 
 # sr_gids DEV: "INDEX GID TYPE NDEV" for each valid GID of DEV port 1 (TYPE
-# is two words, "RoCE v2"), by index.
+# is two words, "RoCE v2"), by index; an entry whose type or netdev cannot be
+# read (unused ones fail with EINVAL) is left out. Bash's read only: tests
+# poll this, and each program started costs a debug kernel under TCG most
+# of a second.
 sr_gids() {
-	local p=$SR_SYS/$1/ports/1
-	join -t ' ' <(_sr_read_dir "$p/gid_attrs/types") <(_sr_read_dir "$p/gid_attrs/ndevs") |
-		join -t ' ' <(_sr_read_dir "$p/gids") - |
-		sort -n | awk '{print $1, $2, $3, $4, $5}'
-}
-
-# _sr_read_dir DIR: "FILE CONTENT" for each readable file of DIR, sorted by
-# name; unreadable ones (unused GID entries fail with EINVAL) are skipped.
-_sr_read_dir() {
-	{ grep -sH . "$1"/* || true; } | sed 's|.*/||; s|:| |' | sort
+	local p=$SR_SYS/$1/ports/1 f i gid type ndev
+	local -a out=()
+	for f in "$p"/gid_attrs/types/*; do
+		i=${f##*/}
+		[[ $i =~ ^[0-9]+$ ]] || continue
+		type='' ndev='' gid=''
+		{ read -r type <"$f"; } 2>/dev/null
+		{ read -r ndev <"$p/gid_attrs/ndevs/$i"; } 2>/dev/null
+		{ read -r gid <"$p/gids/$i"; } 2>/dev/null
+		[[ -n $type && -n $ndev && -n $gid ]] || continue
+		out[i]="$i $gid $type $ndev"
+	done
+	# An indexed array lists its entries by index.
+	for i in "${!out[@]}"; do
+		echo "${out[i]}"
+	done
 }
 
 # --- provider -------------------------------------------------------------------------

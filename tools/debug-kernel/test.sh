@@ -161,7 +161,7 @@ vm=("$ROOT/tools/vm/run" --kernel "$kdir/bzImage" --modules-dir "$kdir/modules/l
 	# no_hash_pointers: real addresses in reports and in kmemleak's output;
 	# acpi=noirq: the ACPI interpreter, instrumented, needs more than its 30 s
 	# loop limit for each PCI device's _PRT (virtio uses MSI-X anyway).
-	--append "kasan_multi_shot no_hash_pointers acpi=noirq")
+	--append "kasan_multi_shot no_hash_pointers acpi=noirq ${DEBUG_VM_APPEND:-}")
 # The tests run in DEBUG_GUESTS guests at once (default 1; never more than
 # there are tests), each given a share by their measured time on this
 # kernel (longest first, each to the guest with the least so far). Each

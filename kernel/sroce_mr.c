@@ -29,6 +29,7 @@
  */
 int sroce_mr_add(struct sroce_dev *sdev, struct sroce_mr *mr)
 {
+	static struct lock_class_key sroce_mw_lock_key;
 	u32 index;
 	u8 key;
 	int err;
@@ -36,6 +37,14 @@ int sroce_mr_add(struct sroce_dev *sdev, struct sroce_mr *mr)
 	refcount_set(&mr->ref, 1);
 	init_completion(&mr->released);
 	spin_lock_init(&mr->lock);
+	/*
+	 * A window's lock is taken before the lock of the MR it is bound to
+	 * (sroce_mw_bind(), sroce_mw_unbind()), never the other way round:
+	 * a class of its own tells lockdep so (one class for both reported
+	 * "possible recursive locking" on every bind to an MR).
+	 */
+	if (mr->type == SROCE_MR_MW)
+		lockdep_set_class(&mr->lock, &sroce_mw_lock_key);
 	err = xa_alloc_cyclic(&sdev->mr_xa, &index, mr,
 			      XA_LIMIT(1, SROCE_MAX_MR), &sdev->mr_next, GFP_KERNEL);
 	if (err < 0)

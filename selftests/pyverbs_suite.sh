@@ -416,7 +416,10 @@ awk -F'\t' -v only=" ${only[*]} " -v nic="$([[ -n $nic ]] && echo 1 || echo 0)" 
 	}' "$expected" "$tmp/results.tsv" >"$tmp/verdicts.tap" 2>"$tmp/unlisted" || fail "judging the results failed"
 [[ -n "$ran" ]] || fail "the suite did not finish (exit $rc); see its log above"
 total=$((npass + nfail + nerr + nskip + nxfail + nupass))
-[[ $total == "$ran" ]] || fail "the runner recorded $total results, unittest ran $ran"
+# The vendor modules' tests are recorded without being run (sroce_runner.py).
+nvendor=$(awk -F'\t' '$1 == "skip" && $4 ~ /^vendor-specific module/ { n++ } END { print n + 0 }' "$tmp/results.tsv")
+[[ $((total - nvendor)) == "$ran" ]] ||
+	fail "the runner recorded $total results ($nvendor of vendor modules, not run), unittest ran $ran"
 if [[ $backend == sroce && -s $tmp/unlisted ]]; then
 	log ""
 	log "=== NOTE: $(wc -l <"$tmp/unlisted") test(s) passed that $expected does not list; add them:"

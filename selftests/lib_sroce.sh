@@ -300,8 +300,7 @@ sr_ip_text() {
 }
 
 # sr_gid_index DEV ADDR: the index of DEV port 1's "RoCE v2" GID for ADDR;
-# returns 1 if there is none. (One grep over the 256 entries: forks are slow
-# in the TCG guest.)
+# returns 1 if there is none (from sr_gids, without starting a program).
 sr_gid_index() {
 	local want i g t1 t2 rest
 	want=$(sr_gid_sysfs "$2")

@@ -15,7 +15,8 @@
 #                   (tools/debug-kernel/inject-*.patch); builds in build/debug-inject/
 #   --out DIR       the VM's result directory (default build/vm/runs/<stamp>)
 # Environment: SROCE_* knobs set here are defaults only (the caller's win);
-# DEBUG_VM_MEM (4G), DEBUG_VM_TIMEOUT (2400 s, the whole guest command).
+# DEBUG_VM_MEM (4G), DEBUG_VM_TIMEOUT (2400 s, the whole guest command),
+# DEBUG_VM_APPEND (more kernel command line, e.g. kmemleak=off to measure).
 # Ends with "N passed, N failed, N skipped"; exit 0 iff nothing failed.
 set -euo pipefail
 

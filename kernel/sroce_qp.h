@@ -33,6 +33,7 @@
 #include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
 
+#include "proto/sroce_responder.h"
 #include "sroce_cc.h"
 
 #include "sroce_queue.h"
@@ -100,13 +101,8 @@ struct sroce_wqe_st {
 /* Responder resource for READ and atomics (replayed on duplicates). */
 struct sroce_rd_res {
 	u8 kind;		/* 0 free, 1 read, 2 atomic */
-	u32 first_psn;
-	u32 last_psn;
-	u32 next_psn;		/* READ: next response PSN to send */
-	u32 resume_psn;		/* READ: where the newest (re)start began */
-	u64 va;
-	u32 rkey;
-	u32 len;
+	/* PSNs (an atomic's: first = last); READ: its RETH and stream state */
+	struct sroce_read_span span;
 	u32 sent;		/* READ: bytes sent */
 	struct ib_pd *pd;	/* READ: whose MRs (an XRC target's vary) */
 	u32 xsrqn;		/* READ at an XRC target: the SRQ giving @pd */

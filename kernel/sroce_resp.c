@@ -323,15 +323,6 @@ static struct sroce_mr *sroce_resp_rkey(struct sroce_qp *qp, u32 rkey, u64 va,
 				  access);
 }
 
-enum sroce_resp_verdict {
-	SROCE_RESP_OK,		/* executed; ACK if asked */
-	SROCE_RESP_DONE,	/* executed and already answered */
-	SROCE_RESP_RNR,
-	SROCE_RESP_NAK_INV,
-	SROCE_RESP_NAK_ACCESS,
-	SROCE_RESP_NAK_OP,
-};
-
 static enum sroce_resp_verdict sroce_resp_send(struct sroce_qp *qp,
 					       const struct sroce_pkt *pkt,
 					       const u8 *payload)
@@ -517,14 +508,8 @@ static enum sroce_resp_verdict sroce_resp_read(struct sroce_qp *qp,
 	if (!res)
 		return SROCE_RESP_NAK_INV;
 	res->kind = SROCE_RES_READ;
-	res->first_psn = pkt->bth.psn;
-	res->last_psn = sroce_psn_add(pkt->bth.psn,
-				      sroce_msg_pkts(pkt->reth.len, qp->mtu) - 1);
-	res->next_psn = res->first_psn;
-	res->resume_psn = res->first_psn;
-	res->va = pkt->reth.va;
-	res->rkey = pkt->reth.rkey;
-	res->len = pkt->reth.len;
+	sroce_read_span_init(&res->span, pkt->bth.psn, pkt->reth.va,
+			     pkt->reth.rkey, pkt->reth.len, qp->mtu);
 	res->pd = sroce_resp_pd(qp);
 	res->xsrqn = qp->resp.xsrq ? qp->resp.xsrq->srqn : 0;
 	res->sent = 0;
@@ -578,8 +563,8 @@ static enum sroce_resp_verdict sroce_resp_atomic(struct sroce_qp *qp,
 	sroce_mr_put(mr);
 
 	res->kind = SROCE_RES_ATOMIC;
-	res->first_psn = pkt->bth.psn;
-	res->last_psn = pkt->bth.psn;
+	res->span.first_psn = pkt->bth.psn;
+	res->span.last_psn = pkt->bth.psn;
 	res->atomic_orig = orig;
 	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
 	sroce_resp_send_aeth(qp, SROCE_OP_RC_ATOMIC_ACK, pkt->bth.psn,
@@ -597,68 +582,35 @@ static bool sroce_resp_newest_is_rd(const struct sroce_qp *qp)
 	r = &qp->resp.res[(qp->resp.res_head + qp->resp.nres - 1) %
 			  qp->resp.nres];
 	return r->kind != SROCE_RES_FREE &&
-	       r->last_psn == sroce_psn_sub(qp->resp.epsn, 1);
+	       r->span.last_psn == sroce_psn_sub(qp->resp.epsn, 1);
 }
 
 /*
- * May a duplicate READ (re)start @r's responses at @psn? A requester asks
- * again from its first missing response, which never moves backwards; while
- * the responses are being streamed, only from a PSN the stream has already
- * sent (one was lost), never from one it is about to send or has not reached.
- * Anything else would let a peer make this QP send the same data again and
- * again for one small packet each: refused and counted. resp_lock held.
- */
-static bool sroce_resp_resume_ok(struct sroce_qp *qp,
-				 const struct sroce_rd_res *r, u32 psn)
-{
-	if (sroce_psn_diff(psn, r->resume_psn) < 0)
-		return false;
-	if (qp->resp.busy && qp->resp.stream == r &&
-	    sroce_psn_diff(psn, r->next_psn) >= 0)
-		return false;
-	return true;
-}
-
-enum sroce_retry {
-	SROCE_RETRY_NONE,	/* not a request of this READ */
-	SROCE_RETRY_OK,		/* a retry: answer it */
-	SROCE_RETRY_REFUSE,	/* names this READ but is no retry */
-};
-
-/*
- * Is duplicate request @pkt a retry of READ resource @r? A READ may be asked
- * for again from any PSN inside it (IBTA C9-106), for the rest of the data:
- * its RETH must name exactly that rest (rdma_rxe's responder reads from the
- * RETH, so a requester that disagrees would get other data from it), from
- * the first PSN too. On success *@offp is the byte offset. resp_lock held.
+ * Is duplicate request @pkt a retry of READ resource @r (the rules:
+ * sroce_read_retry())? A request of another kind naming a READ's PSNs is
+ * none. On success *@offp is the byte offset. resp_lock held.
  */
 static enum sroce_retry sroce_resp_read_retry(struct sroce_qp *qp,
 					      const struct sroce_rd_res *r,
 					      const struct sroce_pkt *pkt,
 					      u32 *offp)
 {
-	s32 d = sroce_psn_diff(pkt->bth.psn, r->first_psn);
-	u64 off;
-
-	if (r->kind != SROCE_RES_READ || d < 0 ||
-	    sroce_psn_diff(pkt->bth.psn, r->last_psn) > 0)
+	if (r->kind != SROCE_RES_READ ||
+	    !sroce_read_span_has(&r->span, pkt->bth.psn))
 		return SROCE_RETRY_NONE;
-	off = (u64)d * qp->mtu;
-	if (pkt->info->kind != SROCE_KIND_READ_REQ || (off && off >= r->len) ||
-	    pkt->reth.rkey != r->rkey || pkt->reth.va != r->va + off ||
-	    pkt->reth.len != r->len - off ||
-	    !sroce_resp_resume_ok(qp, r, pkt->bth.psn))
+	if (pkt->info->kind != SROCE_KIND_READ_REQ)
 		return SROCE_RETRY_REFUSE;
-	*offp = off;
-	return SROCE_RETRY_OK;
+	return sroce_read_retry(&r->span, qp->mtu,
+				qp->resp.busy && qp->resp.stream == r,
+				pkt->bth.psn, pkt->reth.va, pkt->reth.rkey,
+				pkt->reth.len, offp);
 }
 
 /* Restart @r's responses at @psn, @off bytes into the READ. resp_lock held. */
 static void sroce_resp_resume(struct sroce_qp *qp, struct sroce_rd_res *r,
 			      u32 psn, u32 off)
 {
-	r->resume_psn = psn;
-	r->next_psn = psn;
+	sroce_read_resume(&r->span, psn);
 	r->sent = off;
 	sroce_resp_start_read(qp, r);
 }
@@ -677,11 +629,11 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 			struct sroce_rd_res *res = &qp->resp.res[i];
 
 			if (res->kind == SROCE_RES_ATOMIC &&
-			    res->first_psn == pkt->bth.psn) {
+			    res->span.first_psn == pkt->bth.psn) {
 				/* Answered from the saved result, never redone. */
 				sroce_resp_send_aeth(qp,
 						     SROCE_OP_RC_ATOMIC_ACK,
-						     res->first_psn,
+						     res->span.first_psn,
 						     sroce_aeth_ack(SROCE_CREDIT_INVALID),
 						     res->atomic_orig);
 				return;
@@ -813,14 +765,14 @@ static bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 {
 	enum sroce_resp_verdict v;
 	u32 psn = pkt->bth.psn;
-	s32 d;
 
 	if (qp->ibqp.qp_type == IB_QPT_UC) {
 		sroce_resp_uc(qp, pkt, payload);
 		return false;
 	}
-	d = sroce_psn_diff(psn, qp->resp.epsn);
-	if (d > 0) {
+	switch (sroce_resp_classify(psn, qp->resp.epsn)) {
+	case SROCE_PSN_AHEAD:
+		/* One sequence NAK per gap, until the expected PSN comes. */
 		sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
 		if (!qp->resp.nak_sent) {
 			qp->resp.nak_sent = true;
@@ -828,10 +780,11 @@ static bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 				       SROCE_NAK_PSN_SEQ_ERR);
 		}
 		goto out;
-	}
-	if (d < 0) {
+	case SROCE_PSN_DUPLICATE:
 		sroce_resp_duplicate(qp, pkt);
 		goto out;
+	case SROCE_PSN_EXPECTED:
+		break;
 	}
 	qp->resp.nak_sent = false;
 
@@ -879,7 +832,7 @@ verdict:
 				     qp->resp.nres;
 
 			qp->resp.epsn =
-				sroce_psn_add(qp->resp.res[newest].last_psn, 1);
+				sroce_psn_add(qp->resp.res[newest].span.last_psn, 1);
 		} else {
 			qp->resp.epsn = sroce_psn_add(psn, 1);
 		}
@@ -893,10 +846,7 @@ verdict:
 	case SROCE_RESP_NAK_INV:
 	case SROCE_RESP_NAK_ACCESS:
 	case SROCE_RESP_NAK_OP:
-		sroce_resp_nak(qp, psn, v == SROCE_RESP_NAK_INV ?
-			       SROCE_NAK_INVALID_REQ : v == SROCE_RESP_NAK_ACCESS ?
-			       SROCE_NAK_REMOTE_ACCESS_ERR :
-			       SROCE_NAK_REMOTE_OP_ERR);
+		sroce_resp_nak(qp, psn, sroce_resp_verdict_nak(v));
 		/* Class B/C errors: the responder's QP goes to error too. */
 		*event = v == SROCE_RESP_NAK_INV ? IB_EVENT_QP_REQ_ERR :
 			 v == SROCE_RESP_NAK_ACCESS ? IB_EVENT_QP_ACCESS_ERR :
@@ -1001,8 +951,7 @@ static struct sroce_rd_res *sroce_resp_find_read(struct sroce_qp *qp, u32 psn)
 		struct sroce_rd_res *r = &qp->resp.res[i];
 
 		if (r->kind == SROCE_RES_READ &&
-		    sroce_psn_diff(psn, r->first_psn) >= 0 &&
-		    sroce_psn_diff(psn, r->last_psn) <= 0)
+		    sroce_read_span_has(&r->span, psn))
 			return r;
 	}
 	return NULL;
@@ -1025,34 +974,29 @@ static bool sroce_resp_busy_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	struct sroce_rd_res *r;
 	u32 off;
 
-	/*
-	 * A retry of a READ before the point the stream has reached: the
-	 * requester missed a response, answer it now. A retry of the READ
-	 * being streamed from a point the stream has not reached yet is
-	 * redundant (the stream is about to send it) and is dropped here:
-	 * once the stream is over it would look like a retry and start it
-	 * again. A retry of a later READ waits behind the stream like any
-	 * request (it may be the rest of the same rewind).
-	 */
+	/* A duplicate READ: sroce_resp_busy_action() says what it is. */
 	if (d < 0 && pkt->info->kind == SROCE_KIND_READ_REQ &&
 	    qp->resp.stream) {
 		r = sroce_resp_find_read(qp, pkt->bth.psn);
-		if (r == qp->resp.stream &&
-		    sroce_psn_diff(pkt->bth.psn, r->next_psn) >= 0) {
+		switch (sroce_resp_busy_action(&qp->resp.stream->span,
+					       r == qp->resp.stream, r,
+					       pkt->bth.psn)) {
+		case SROCE_BUSY_REDUNDANT:
 			sroce_stat_inc(sdev, SROCE_CNT_DUP_READ_DROP);
 			return false;
-		}
-		if (r && sroce_psn_diff(pkt->bth.psn,
-					qp->resp.stream->next_psn) < 0) {
+		case SROCE_BUSY_RETRY_NOW:
 			if (sroce_resp_read_retry(qp, r, pkt, &off) !=
 			    SROCE_RETRY_OK) {
 				sroce_stat_inc(sdev, SROCE_CNT_DUP_READ_DROP);
 				return false;
 			}
+			/* The stream and what waits behind it are stale. */
 			sroce_resp_backlog_purge(qp);
 			qp->resp.stream = NULL;
 			qp->resp.busy = false;
 			return true;
+		case SROCE_BUSY_QUEUE:
+			break;
 		}
 	}
 	/*
@@ -1061,8 +1005,8 @@ static bool sroce_resp_busy_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	 * sequence, and a duplicate further behind is at most re-ACKed (the
 	 * requester sends it again if it still needs the answer).
 	 */
-	if (test_bit(SROCE_QPF_DYING, &qp->flags) || d >= SROCE_RESP_BACKLOG ||
-	    d <= -SROCE_RESP_BACKLOG ||
+	if (test_bit(SROCE_QPF_DYING, &qp->flags) ||
+	    !sroce_resp_backlog_reaches(d, SROCE_RESP_BACKLOG) ||
 	    skb_queue_len(&qp->resp.backlog) >= SROCE_RESP_BACKLOG ||
 	    qp->resp.backlog_bytes + skb->truesize > SROCE_RESP_BACKLOG_BYTES)
 		goto drop;
@@ -1131,15 +1075,15 @@ static int __sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
 		if (unlikely(READ_ONCE(qp->cc.limited)) &&
 		    sroce_cc_resp_wait_slow(qp))
 			return SROCE_STREAM_PACED;
-		len = min(r->len - off, qp->mtu);
+		len = min(r->span.len - off, qp->mtu);
 		/*
 		 * A re-request from mid-READ continues the response sequence
 		 * (MIDDLE/LAST): rdma_rxe answers so, and its requester
 		 * takes a FIRST there for an error.
 		 */
 		first = off == 0;
-		last = off + len >= r->len;
-		va = r->va + off;
+		last = off + len >= r->span.len;
+		va = r->span.va + off;
 		tp.pkt.bth.opcode = first && last ? SROCE_OP_RC_READ_RESP_ONLY :
 				    first ? SROCE_OP_RC_READ_RESP_FIRST :
 				    last ? SROCE_OP_RC_READ_RESP_LAST :
@@ -1148,14 +1092,14 @@ static int __sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
 			tp.pkt.bth.opcode |= SROCE_TRANSPORT_XRC;
 		tp.pkt.bth.pkey = SROCE_DEFAULT_PKEY;
 		tp.pkt.bth.dqpn = qp->attr.dest_qp_num;
-		tp.pkt.bth.psn = r->next_psn;
+		tp.pkt.bth.psn = r->span.next_psn;
 		tp.pkt.aeth.syndrome = sroce_aeth_ack(SROCE_CREDIT_INVALID);
 		tp.pkt.aeth.msn = qp->resp.msn;
 		tp.pkt.payload_len = len;
 
 		if (len) {
 			/* Re-checked per packet: the MR may be going away. */
-			mr = sroce_resp_rkey_pd(qp, r->pd, r->rkey, va, len,
+			mr = sroce_resp_rkey_pd(qp, r->pd, r->span.rkey, va, len,
 						IB_ACCESS_REMOTE_READ);
 			if (!mr)
 				return SROCE_STREAM_DONE;
@@ -1173,9 +1117,9 @@ static int __sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
 		WRITE_ONCE(qp->resp.cpu, raw_smp_processor_id());
 		sroce_tx_send(qp, &tp);
 		r->sent += len;
-		r->next_psn = sroce_psn_add(r->next_psn, 1);
-	} while (r->sent < r->len && --budget);
-	return r->sent >= r->len ? SROCE_STREAM_DONE : SROCE_STREAM_MORE;
+		r->span.next_psn = sroce_psn_add(r->span.next_psn, 1);
+	} while (r->sent < r->span.len && --budget);
+	return r->sent >= r->span.len ? SROCE_STREAM_DONE : SROCE_STREAM_MORE;
 }
 
 static int sroce_resp_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
@@ -1226,7 +1170,7 @@ void sroce_resp_queue(struct sroce_qp *qp)
  */
 static void sroce_resp_start_read(struct sroce_qp *qp, struct sroce_rd_res *r)
 {
-	if (sroce_msg_pkts(r->len, qp->mtu) <= SROCE_READ_INLINE_PKTS) {
+	if (sroce_msg_pkts(r->span.len, qp->mtu) <= SROCE_READ_INLINE_PKTS) {
 		if (sroce_resp_stream(qp, r, U32_MAX) != SROCE_STREAM_PACED)
 			return;
 		qp->resp.stream = r;

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The RC responder's rules (IBTA 9.7.5.1), without the kernel: how a
+ * request's PSN is classified against the expected one, when a duplicate
+ * READ is a retry to answer (and from which byte), where a request that
+ * arrives during a READ stream goes, and which NAK an execution verdict
+ * becomes. sroce_resp.c calls these; test/test_responder.cpp states them.
+ */
+#ifndef SROCE_RESPONDER_H
+#define SROCE_RESPONDER_H
+
+#include "sroce_aeth.h"
+#include "sroce_psn.h"
+#include "sroce_range.h"
+
+/* A request's PSN against the expected PSN (ePSN). */
+enum sroce_psn_class {
+	SROCE_PSN_EXPECTED,	/* execute it */
+	SROCE_PSN_DUPLICATE,	/* before ePSN: a retry (C9-105, C9-106) */
+	SROCE_PSN_AHEAD,	/* after ePSN: one was lost; sequence NAK */
+};
+
+static inline enum sroce_psn_class sroce_resp_classify(u32 psn, u32 epsn)
+{
+	s32 d = sroce_psn_diff(psn, epsn);
+
+	if (d < 0)
+		return SROCE_PSN_DUPLICATE;
+	return d ? SROCE_PSN_AHEAD : SROCE_PSN_EXPECTED;
+}
+
+/*
+ * An executed READ as duplicate handling sees it: its responses use PSNs
+ * first_psn..last_psn (one per MTU of @len; first_psn is the request's);
+ * resume_psn is where the newest (re)start of its responses began and
+ * next_psn the next response to send while it is being streamed.
+ */
+struct sroce_read_span {
+	u32 first_psn;
+	u32 last_psn;
+	u32 next_psn;
+	u32 resume_psn;
+	u64 va;
+	u32 rkey;
+	u32 len;
+};
+
+/* A READ executed at @psn: its span, streaming from the first response. */
+static inline void sroce_read_span_init(struct sroce_read_span *r, u32 psn,
+					u64 va, u32 rkey, u32 len, u32 mtu)
+{
+	r->first_psn = psn;
+	r->last_psn = sroce_psn_add(psn, sroce_msg_pkts(len, mtu) - 1);
+	r->next_psn = psn;
+	r->resume_psn = psn;
+	r->va = va;
+	r->rkey = rkey;
+	r->len = len;
+}
+
+/* Does @psn fall among @r's response PSNs? */
+static inline bool sroce_read_span_has(const struct sroce_read_span *r,
+				       u32 psn)
+{
+	return sroce_psn_diff(psn, r->first_psn) >= 0 &&
+	       sroce_psn_diff(psn, r->last_psn) <= 0;
+}
+
+enum sroce_retry {
+	SROCE_RETRY_NONE,	/* not a request of this READ */
+	SROCE_RETRY_OK,		/* a retry: answer it */
+	SROCE_RETRY_REFUSE,	/* names this READ but is no retry: drop, count */
+};
+
+/*
+ * Is a duplicate READ request (PSN @psn, RETH @va/@rkey/@len) a retry of
+ * READ @r, whose responses are being streamed right now iff @streaming?
+ *
+ * A READ may be asked for again from any PSN inside it (C9-106), for the
+ * rest of the data: the RETH must name exactly that rest (rdma_rxe's
+ * responder reads from the RETH, so a requester that disagrees would get
+ * other data from it), from the first PSN too. A requester asks again from
+ * its first missing response, which never moves backwards (not before
+ * resume_psn); while the responses are streamed, only from a PSN already
+ * sent (before next_psn: one was lost), never from one the stream is about
+ * to send. Anything else would let a peer make the QP send the same data
+ * again and again for one small packet each. On SROCE_RETRY_OK, *@offp is
+ * the byte offset to resume from.
+ */
+static inline enum sroce_retry
+sroce_read_retry(const struct sroce_read_span *r, u32 mtu, bool streaming,
+		 u32 psn, u64 va, u32 rkey, u32 len, u32 *offp)
+{
+	u64 off;
+
+	if (!sroce_read_span_has(r, psn))
+		return SROCE_RETRY_NONE;
+	off = (u64)sroce_psn_sub(psn, r->first_psn) * mtu;
+	if ((off && off >= r->len) || rkey != r->rkey || va != r->va + off ||
+	    len != r->len - off)
+		return SROCE_RETRY_REFUSE;
+	if (sroce_psn_diff(psn, r->resume_psn) < 0)
+		return SROCE_RETRY_REFUSE;
+	if (streaming && sroce_psn_diff(psn, r->next_psn) >= 0)
+		return SROCE_RETRY_REFUSE;
+	*offp = (u32)off;
+	return SROCE_RETRY_OK;
+}
+
+/* Restart @r's responses at @psn (a retry sroce_read_retry() accepted). */
+static inline void sroce_read_resume(struct sroce_read_span *r, u32 psn)
+{
+	r->resume_psn = psn;
+	r->next_psn = psn;
+}
+
+/*
+ * A duplicate READ request (PSN @psn) that arrives while READ @stream is
+ * streamed: @in_stream says its PSN falls in @stream's span, @in_read in
+ * some executed READ's span (@stream's included).
+ */
+enum sroce_busy_action {
+	SROCE_BUSY_QUEUE,	/* wait behind the stream like any request */
+	SROCE_BUSY_REDUNDANT,	/* asks for what the stream is about to send */
+	SROCE_BUSY_RETRY_NOW,	/* may retry a READ the stream went past */
+};
+
+/*
+ * A retry of a READ from before the point the stream has reached means the
+ * requester missed a response: answer it now (if sroce_read_retry()
+ * agrees; the stream and everything queued behind it are stale then). A
+ * retry of the streamed READ from a point the stream has not reached is
+ * redundant, and is dropped: once the stream is over it would look like a
+ * retry and start it again. A retry of a later READ waits like any request
+ * (it may be the rest of the same rewind).
+ */
+static inline enum sroce_busy_action
+sroce_resp_busy_action(const struct sroce_read_span *stream, bool in_stream,
+		       bool in_read, u32 psn)
+{
+	bool passed = sroce_psn_diff(psn, stream->next_psn) < 0;
+
+	if (in_stream && !passed)
+		return SROCE_BUSY_REDUNDANT;
+	if (in_read && passed)
+		return SROCE_BUSY_RETRY_NOW;
+	return SROCE_BUSY_QUEUE;
+}
+
+/*
+ * May a request @d PSNs from ePSN wait in a backlog of @slots entries? One
+ * further ahead cannot be in sequence before the backlog drains, and a
+ * duplicate further behind is at most re-ACKed (the requester sends it
+ * again if it still needs the answer).
+ */
+static inline bool sroce_resp_backlog_reaches(s32 d, u32 slots)
+{
+	return d < (s32)slots && d > -(s32)slots;
+}
+
+/* The outcome of executing one request with the expected PSN. */
+enum sroce_resp_verdict {
+	SROCE_RESP_OK,		/* executed; ACK if asked */
+	SROCE_RESP_DONE,	/* executed and already answered */
+	SROCE_RESP_RNR,		/* no receive WQE: RNR NAK, retried later */
+	SROCE_RESP_NAK_INV,	/* class B: invalid request */
+	SROCE_RESP_NAK_ACCESS,	/* class C: remote access error */
+	SROCE_RESP_NAK_OP,	/* class B: remote operational error */
+};
+
+/* The NAK code an error verdict is answered with (the AETH NAK codes). */
+static inline u8 sroce_resp_verdict_nak(enum sroce_resp_verdict v)
+{
+	switch (v) {
+	case SROCE_RESP_NAK_ACCESS:
+		return SROCE_NAK_REMOTE_ACCESS_ERR;
+	case SROCE_RESP_NAK_OP:
+		return SROCE_NAK_REMOTE_OP_ERR;
+	default:
+		return SROCE_NAK_INVALID_REQ;
+	}
+}
+
+#endif /* SROCE_RESPONDER_H */

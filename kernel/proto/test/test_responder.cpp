@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// The RC responder's rules (sroce_responder.h): PSN classification against
+// the expected PSN, when a duplicate READ is a retry and from which byte,
+// what a duplicate READ does while a READ is streamed, how far the backlog
+// reaches, and which NAK each execution verdict becomes.
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "sroce_responder.h"
+}
+
+namespace {
+
+constexpr uint32_t kMtu = 1024;
+
+// The expected PSN executes, one before it is a duplicate,
+// one after it means a packet was lost - also across the 24-bit wrap.
+TEST(ResponderPsn, ClassifiedAgainstTheExpectedPsn)
+{
+	struct {
+		uint32_t psn, epsn;
+		sroce_psn_class want;
+	} cases[] = {
+		{100, 100, SROCE_PSN_EXPECTED},
+		{99, 100, SROCE_PSN_DUPLICATE},
+		{101, 100, SROCE_PSN_AHEAD},
+		{0xffffff, 0, SROCE_PSN_DUPLICATE},	// just before, across the wrap
+		{0, 0xffffff, SROCE_PSN_AHEAD},		// just after, across the wrap
+		{0x7fffff + 100, 100, SROCE_PSN_AHEAD},	// the far edge of "ahead"
+		{0x800000 + 100, 100, SROCE_PSN_DUPLICATE}, // half the space away: behind
+	};
+	for (auto c : cases)
+		EXPECT_EQ(sroce_resp_classify(c.psn, c.epsn), c.want)
+			<< "psn " << c.psn << " epsn " << c.epsn;
+}
+
+sroce_read_span read_at(uint32_t psn, uint32_t len)
+{
+	sroce_read_span r;
+
+	sroce_read_span_init(&r, psn, 0x10000, 0x1234, len, kMtu);
+	return r;
+}
+
+// A READ of len bytes uses one response PSN per MTU (at least one), and
+// its stream starts at the first.
+TEST(ResponderRead, SpanIsOnePsnPerMtu)
+{
+	auto r = read_at(10, 4 * kMtu);
+	EXPECT_EQ(r.first_psn, 10u);
+	EXPECT_EQ(r.last_psn, 13u);
+	EXPECT_EQ(r.next_psn, 10u);
+	EXPECT_EQ(r.resume_psn, 10u);
+	EXPECT_EQ(read_at(10, 0).last_psn, 10u);
+	EXPECT_EQ(read_at(10, 1).last_psn, 10u);
+	EXPECT_EQ(read_at(10, kMtu + 1).last_psn, 11u);
+	EXPECT_EQ(read_at(0xfffffe, 4 * kMtu).last_psn, 1u); // wraps
+	EXPECT_TRUE(sroce_read_span_has(&r, 10));
+	EXPECT_TRUE(sroce_read_span_has(&r, 13));
+	EXPECT_FALSE(sroce_read_span_has(&r, 9));
+	EXPECT_FALSE(sroce_read_span_has(&r, 14));
+}
+
+struct Retry {
+	uint32_t psn;
+	uint64_t va;
+	uint32_t rkey, len;
+};
+
+sroce_retry ask(const sroce_read_span &r, Retry q, bool streaming, uint32_t *off)
+{
+	return sroce_read_retry(&r, kMtu, streaming, q.psn, q.va, q.rkey, q.len, off);
+}
+
+// C9-106: a READ may be asked for again from any PSN inside it, for the
+// rest of the data; the RETH must name exactly that rest.
+TEST(ResponderRead, RetryFromAnyPsnForTheRest)
+{
+	auto r = read_at(10, 4 * kMtu);
+	uint32_t off = 99;
+
+	EXPECT_EQ(ask(r, {10, 0x10000, 0x1234, 4 * kMtu}, false, &off), SROCE_RETRY_OK);
+	EXPECT_EQ(off, 0u);
+	EXPECT_EQ(ask(r, {12, 0x10000 + 2 * kMtu, 0x1234, 2 * kMtu}, false, &off),
+		  SROCE_RETRY_OK);
+	EXPECT_EQ(off, 2 * kMtu);
+	EXPECT_EQ(ask(r, {13, 0x10000 + 3 * kMtu, 0x1234, kMtu}, false, &off),
+		  SROCE_RETRY_OK);
+	EXPECT_EQ(off, 3 * kMtu);
+}
+
+// A request outside the READ's PSNs is not about it at all.
+TEST(ResponderRead, OutsideTheSpanIsNoneOfItsBusiness)
+{
+	auto r = read_at(10, 4 * kMtu);
+	uint32_t off;
+
+	EXPECT_EQ(ask(r, {9, 0x10000, 0x1234, 4 * kMtu}, false, &off), SROCE_RETRY_NONE);
+	EXPECT_EQ(ask(r, {14, 0x10000, 0x1234, 4 * kMtu}, false, &off), SROCE_RETRY_NONE);
+}
+
+// Inside the span, a RETH other than "the rest" is refused: another rkey,
+// another address or length (rdma_rxe would read what the RETH names).
+TEST(ResponderRead, ARethThatIsNotTheRestIsRefused)
+{
+	auto r = read_at(10, 4 * kMtu);
+	uint32_t off;
+	Retry bad[] = {
+		{11, 0x10000 + kMtu, 0x9999, 3 * kMtu},	// other rkey
+		{11, 0x10000, 0x1234, 3 * kMtu},		// va not advanced
+		{11, 0x10000 + kMtu, 0x1234, 4 * kMtu},	// whole length again
+		{11, 0x10000 + kMtu, 0x1234, 1},		// shorter
+	};
+	for (auto q : bad)
+		EXPECT_EQ(ask(r, q, false, &off), SROCE_RETRY_REFUSE)
+			<< "va " << q.va << " rkey " << q.rkey << " len " << q.len;
+}
+
+// A zero-length READ has one PSN and can be asked for again from it.
+TEST(ResponderRead, ZeroLengthReadCanBeRetried)
+{
+	auto r = read_at(10, 0);
+	uint32_t off = 7;
+
+	EXPECT_EQ(ask(r, {10, 0x10000, 0x1234, 0}, false, &off), SROCE_RETRY_OK);
+	EXPECT_EQ(off, 0u);
+}
+
+// The requester's first missing response never moves backwards: a retry
+// from before the newest restart is refused (amplification: one small
+// packet each would make the QP send the same data again and again).
+TEST(ResponderRead, NeverBehindTheNewestRestart)
+{
+	auto r = read_at(10, 4 * kMtu);
+	uint32_t off;
+
+	sroce_read_resume(&r, 12);
+	EXPECT_EQ(r.resume_psn, 12u);
+	EXPECT_EQ(r.next_psn, 12u);
+	EXPECT_EQ(ask(r, {11, 0x10000 + kMtu, 0x1234, 3 * kMtu}, false, &off),
+		  SROCE_RETRY_REFUSE);
+	EXPECT_EQ(ask(r, {12, 0x10000 + 2 * kMtu, 0x1234, 2 * kMtu}, false, &off),
+		  SROCE_RETRY_OK);
+}
+
+// While the READ is streamed, only a PSN the stream has already sent may be
+// asked for again (one was lost); not the one it is about to send, nor one
+// it has not reached. Once the stream is over, any of them may.
+TEST(ResponderRead, WhileStreamedOnlyWhatWasSent)
+{
+	auto r = read_at(10, 4 * kMtu);
+	uint32_t off;
+
+	r.next_psn = 12; // 10 and 11 are sent
+	EXPECT_EQ(ask(r, {11, 0x10000 + kMtu, 0x1234, 3 * kMtu}, true, &off),
+		  SROCE_RETRY_OK);
+	EXPECT_EQ(ask(r, {12, 0x10000 + 2 * kMtu, 0x1234, 2 * kMtu}, true, &off),
+		  SROCE_RETRY_REFUSE);
+	EXPECT_EQ(ask(r, {13, 0x10000 + 3 * kMtu, 0x1234, kMtu}, true, &off),
+		  SROCE_RETRY_REFUSE);
+	EXPECT_EQ(ask(r, {13, 0x10000 + 3 * kMtu, 0x1234, kMtu}, false, &off),
+		  SROCE_RETRY_OK);
+}
+
+// A duplicate READ arriving during a stream: a retry of what the stream has
+// passed goes now; a retry of what it is about to send is redundant; a
+// retry of a later READ (or none known) waits behind the stream.
+TEST(ResponderBusy, DuplicateReadDuringAStream)
+{
+	auto s = read_at(10, 4 * kMtu);
+
+	s.next_psn = 12;
+	struct {
+		bool in_stream, in_read;
+		uint32_t psn;
+		sroce_busy_action want;
+	} cases[] = {
+		{true, true, 11, SROCE_BUSY_RETRY_NOW},	 // the stream's, sent
+		{true, true, 12, SROCE_BUSY_REDUNDANT},	 // the stream's, next
+		{true, true, 13, SROCE_BUSY_REDUNDANT},	 // the stream's, not reached
+		{false, true, 5, SROCE_BUSY_RETRY_NOW},	 // an older READ
+		{false, true, 20, SROCE_BUSY_QUEUE},	 // a later READ
+		{false, false, 5, SROCE_BUSY_QUEUE},	 // none known
+	};
+	for (auto c : cases)
+		EXPECT_EQ(sroce_resp_busy_action(&s, c.in_stream, c.in_read, c.psn), c.want)
+			<< "psn " << c.psn;
+}
+
+// The backlog holds requests within its own size of the expected PSN,
+// either way; further ahead cannot be in sequence, further behind is old.
+TEST(ResponderBusy, BacklogReachesItsSizeEitherWay)
+{
+	EXPECT_TRUE(sroce_resp_backlog_reaches(0, 64));
+	EXPECT_TRUE(sroce_resp_backlog_reaches(63, 64));
+	EXPECT_FALSE(sroce_resp_backlog_reaches(64, 64));
+	EXPECT_TRUE(sroce_resp_backlog_reaches(-63, 64));
+	EXPECT_FALSE(sroce_resp_backlog_reaches(-64, 64));
+}
+
+// Each error verdict is answered with its NAK code.
+TEST(ResponderVerdict, ErrorsBecomeTheirNak)
+{
+	EXPECT_EQ(sroce_resp_verdict_nak(SROCE_RESP_NAK_INV), SROCE_NAK_INVALID_REQ);
+	EXPECT_EQ(sroce_resp_verdict_nak(SROCE_RESP_NAK_ACCESS), SROCE_NAK_REMOTE_ACCESS_ERR);
+	EXPECT_EQ(sroce_resp_verdict_nak(SROCE_RESP_NAK_OP), SROCE_NAK_REMOTE_OP_ERR);
+}
+
+} // namespace

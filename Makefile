@@ -74,7 +74,8 @@ test-host: user proto-test
 	ctest --test-dir $(USER_BUILD) --output-on-failure
 	ctest --test-dir $(PROTO_BUILD) --output-on-failure
 
-# Coverage-guided fuzzing of the packet parser (clang/libFuzzer), bounded.
+# Coverage-guided fuzzing (clang/libFuzzer), bounded: the packet parser, then
+# the transport rules, FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60
 fuzz:
 	$(ROOT)/kernel/proto/test/run-fuzz.sh $(FUZZ_SECONDS)

@@ -21,6 +21,7 @@
 #include "sroce_stats.h"
 #include "sroce_transport.h"
 #include "proto/sroce_aeth.h"
+#include "proto/sroce_completer.h"
 #include "proto/sroce_gbn.h"
 #include "proto/sroce_psn.h"
 #include "proto/sroce_udp.h"
@@ -364,28 +365,15 @@ static void sroce_req_rewind(struct sroce_qp *qp)
 		if (st->state == SROCE_WQE_DONE)
 			continue;
 		if (idx == qp->req.cur && st->psn_valid) {
-			s32 d = sroce_psn_diff(qp->comp.psn, st->first_psn);
-			u32 len = sroce_wqe_len(w);
+			struct sroce_gbn_resume r;
 
-			if (w->opcode == SROCE_WR_RDMA_READ && st->resid &&
-			    st->resid < len) {
-				/*
-				 * Part of the READ arrived (whole MTUs, in
-				 * order): ask for the rest only, from the
-				 * first missing response's PSN (IBTA C9-106),
-				 * or a lossy path may never let a long READ
-				 * through.
-				 */
-				qp->req.offset = len - st->resid;
-				qp->req.psn = sroce_psn_add(st->first_psn,
-							    qp->req.offset /
-							    qp->mtu);
-			} else if (sroce_wqe_is_rd_atomic(w->opcode) || d <= 0) {
-				qp->req.psn = st->first_psn;
-			} else {
-				qp->req.offset = d * qp->mtu;
-				qp->req.psn = qp->comp.psn;
-			}
+			r = sroce_gbn_resume(w->opcode == SROCE_WR_RDMA_READ,
+					     sroce_wqe_is_rd_atomic(w->opcode),
+					     sroce_wqe_len(w), st->resid,
+					     st->first_psn, qp->comp.psn,
+					     qp->mtu);
+			qp->req.psn = r.psn;
+			qp->req.offset = r.offset;
 		}
 		if (idx != qp->req.cur || !qp->req.offset)
 			st->started = 0;
@@ -934,16 +922,10 @@ static void sroce_comp_progress(struct sroce_qp *qp)
 /* Complete SEND/WRITE WQEs wholly acknowledged by an ACK of @psn. */
 static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
 {
-	u32 next = inclusive ? sroce_psn_add(psn, 1) : psn;
+	u32 next = sroce_ack_next(psn, inclusive);
 	u32 idx;
 
-	/*
-	 * Must acknowledge something sent and not yet acknowledged; a NAK
-	 * must name a PSN that was sent (not the next one to send).
-	 */
-	if (sroce_psn_diff(next, qp->comp.psn) < 0 ||
-	    sroce_psn_diff(next, qp->req.psn_hi) > 0 ||
-	    (!inclusive && next == qp->req.psn_hi))
+	if (!sroce_ack_valid(next, qp->comp.psn, qp->req.psn_hi, inclusive))
 		return false;
 	/*
 	 * Everything before @next reached the peer, including what the
@@ -955,23 +937,21 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
 	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
 		struct sroce_wqe_st *st = sroce_wst(qp, idx);
 		struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
+		enum sroce_ack_wqe fate;
 
-		if (st->state == SROCE_WQE_DONE)
+		fate = sroce_ack_wqe_fate(st->state == SROCE_WQE_DONE,
+					  sroce_wqe_is_rd_atomic(w->opcode),
+					  st->psn_valid, st->first_psn,
+					  st->last_psn, next);
+		if (fate == SROCE_ACKW_SKIP)
 			continue;
-		if (sroce_wqe_is_rd_atomic(w->opcode)) {
-			/*
-			 * A READ or atomic completes with its response only
-			 * (sroce_comp_read_resp, sroce_comp_atomic_ack). An
-			 * ACK past one whose response never came: it was lost
-			 * (implied NAK). Its PSNs are known once it was sent.
-			 */
-			if (st->psn_valid &&
-			    sroce_psn_diff(next, st->first_psn) > 0)
-				next = st->first_psn;
+		if (fate == SROCE_ACKW_STOP)
+			break;
+		if (fate == SROCE_ACKW_LOST) {
+			/* Its response is lost: the ACK covers what is before. */
+			next = st->first_psn;
 			break;
 		}
-		if (!st->psn_valid || sroce_psn_diff(st->last_psn, next) >= 0)
-			break;
 		st->state = SROCE_WQE_DONE;
 		st->status = IB_WC_SUCCESS;
 	}
@@ -1029,17 +1009,11 @@ static void sroce_comp_read_resp(struct sroce_qp *qp,
 	if (w->opcode != SROCE_WR_RDMA_READ)
 		goto drop;
 	off = sroce_wqe_len(w) - st->resid;
-	expect = sroce_psn_add(st->first_psn, off / qp->mtu);
+	expect = sroce_read_resp_psn(st->first_psn, off, qp->mtu);
 	if (pkt->bth.psn != expect) {
-		/*
-		 * A later response, sent: the one expected was lost. Ask
-		 * again from it at once rather than at the ACK timeout, once
-		 * per missing PSN (the rest of the old stream still arrives,
-		 * and must not ask again and again).
-		 */
-		if (sroce_psn_diff(pkt->bth.psn, expect) > 0 &&
-		    sroce_psn_diff(pkt->bth.psn, qp->req.psn) < 0 &&
-		    (!qp->comp.rr_gap || qp->comp.rr_gap_psn != expect)) {
+		/* A later response: the one expected was lost (once). */
+		if (sroce_read_resp_gap(pkt->bth.psn, expect, qp->req.psn,
+					qp->comp.rr_gap, qp->comp.rr_gap_psn)) {
 			qp->comp.rr_gap = true;
 			qp->comp.rr_gap_psn = expect;
 			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
@@ -1047,11 +1021,8 @@ static void sroce_comp_read_resp(struct sroce_qp *qp,
 		}
 		goto drop;
 	}
-	/* Every response but the last carries exactly one MTU. */
-	if (pkt->payload_len > st->resid || pkt->payload_len > qp->mtu ||
-	    (pkt->info->pos == SROCE_POS_FIRST ||
-	     pkt->info->pos == SROCE_POS_MIDDLE ?
-	     pkt->payload_len != qp->mtu : pkt->payload_len != st->resid))
+	if (!sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
+				    st->resid, qp->mtu))
 		goto drop;
 
 	status = sroce_wqe_data(qp, w, off, (void *)payload, pkt->payload_len,
@@ -1125,28 +1096,24 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 			    bool *fatal, bool *retry)
 {
 	u8 syn = pkt->aeth.syndrome;
+	enum sroce_ack_fate fate = sroce_ack_classify(syn);
 	u32 psn = pkt->bth.psn;
 
-	switch (sroce_aeth_type(syn)) {
-	case SROCE_AETH_ACK:
-		if (!sroce_comp_ack_upto(qp, psn, true)) {
-			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
-		} else {
-			/* Short of the ACK: a READ/atomic stopped it. */
-			if (qp->comp.psn != sroce_psn_add(psn, 1)) {
-				/* Implied NAK: a READ/atomic response lost. */
-				sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
-				*retry = true;
-			}
+	if (fate == SROCE_ACK_BAD ||
+	    !sroce_comp_ack_upto(qp, psn, fate == SROCE_ACK_PROGRESS)) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+		return;
+	}
+	switch (fate) {
+	case SROCE_ACK_PROGRESS:
+		if (sroce_ack_implies_nak(psn, qp->comp.psn)) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
+			*retry = true;
 		}
 		break;
-	case SROCE_AETH_RNR_NAK:
-		if (!sroce_comp_ack_upto(qp, psn, false)) {
-			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
-			break;
-		}
+	case SROCE_ACK_RNR:
 		sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_NAK_RCVD);
-		if (qp->comp.rnr_retry != 7 && !qp->comp.rnr_retry--) {
+		if (!sroce_rnr_retry_take(&qp->comp.rnr_retry)) {
 			sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_RETRY_EXCEEDED);
 			sroce_comp_fail_psn(qp, psn, IB_WC_RNR_RETRY_EXC_ERR);
 			*fatal = true;
@@ -1161,35 +1128,26 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 				  jiffies + usecs_to_jiffies(us) + 1);
 		}
 		break;
-	case SROCE_AETH_NAK:
-		if (!sroce_comp_ack_upto(qp, psn, false)) {
-			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
-			break;
-		}
-		switch (sroce_aeth_value(syn)) {
-		case SROCE_NAK_PSN_SEQ_ERR:
-			sroce_stat_inc(qp->sdev, SROCE_CNT_SEQ_NAK_RCVD);
-			*retry = true;
-			break;
-		case SROCE_NAK_REMOTE_ACCESS_ERR:
-			sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
-			sroce_comp_fail_psn(qp, psn, IB_WC_REM_ACCESS_ERR);
-			*fatal = true;
-			break;
-		case SROCE_NAK_REMOTE_OP_ERR:
-			sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
-			sroce_comp_fail_psn(qp, psn, IB_WC_REM_OP_ERR);
-			*fatal = true;
-			break;
-		default:
-			sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
-			sroce_comp_fail_psn(qp, psn, IB_WC_REM_INV_REQ_ERR);
-			*fatal = true;
-			break;
-		}
+	case SROCE_ACK_SEQ:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_SEQ_NAK_RCVD);
+		*retry = true;
 		break;
-	default:
-		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+	case SROCE_ACK_REM_ACCESS:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
+		sroce_comp_fail_psn(qp, psn, IB_WC_REM_ACCESS_ERR);
+		*fatal = true;
+		break;
+	case SROCE_ACK_REM_OP:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
+		sroce_comp_fail_psn(qp, psn, IB_WC_REM_OP_ERR);
+		*fatal = true;
+		break;
+	case SROCE_ACK_REM_INV:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
+		sroce_comp_fail_psn(qp, psn, IB_WC_REM_INV_REQ_ERR);
+		*fatal = true;
+		break;
+	case SROCE_ACK_BAD:	/* dropped above */
 		break;
 	}
 }

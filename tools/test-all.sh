@@ -54,7 +54,7 @@ fi
 add_counts proto "$LOG/proto.log" "$rc"
 
 if [[ -n "${FUZZ_SECONDS:-}" ]]; then
-	echo "=== parser fuzzing (${FUZZ_SECONDS}s) ==="
+	echo "=== fuzzing: the parser, the transport rules (${FUZZ_SECONDS}s each) ==="
 	if kernel/proto/test/run-fuzz.sh "$FUZZ_SECONDS" >"$LOG/fuzz.log" 2>&1; then
 		echo "fuzz: 1 passed, 0 failed" >>"$LOG/fuzz.log"
 		tail -n 3 "$LOG/fuzz.log"

@@ -21,6 +21,7 @@
 #define SROCE_GBN_H
 
 #include "sroce_aeth.h"
+#include "sroce_psn.h"
 
 /* PSNs in flight beyond the oldest unacknowledged one, at most. */
 #define SROCE_GBN_MAX_WINDOW		512
@@ -78,6 +79,38 @@ static inline bool sroce_gbn_ack_req(u32 psn, u32 first, u32 oldest,
 	u32 in_flight = ((psn - oldest) & 0xffffff) + 1;
 
 	return last || !(in_msg % every) || in_flight >= window;
+}
+
+/* Where the oldest unacknowledged WQE resumes after going back N. */
+struct sroce_gbn_resume {
+	u32 psn;	/* the first PSN to send again */
+	u32 offset;	/* at this byte of the message */
+};
+
+/*
+ * The oldest unacknowledged PSN is @oldest, inside or before the WQE whose
+ * PSNs start at @first_psn (a message of @len bytes). A SEND or WRITE
+ * resumes at the packet of @oldest: the peer has the ones before it. A
+ * READ of which whole MTUs arrived in order (@resid of @len bytes still
+ * missing) asks for the rest only, from the first missing response's PSN
+ * (C9-106), or a lossy path might never let a long READ through; any other
+ * READ or atomic (@rd_atomic) restarts whole, at its first PSN.
+ */
+static inline struct sroce_gbn_resume
+sroce_gbn_resume(bool is_read, bool rd_atomic, u32 len, u32 resid,
+		 u32 first_psn, u32 oldest, u32 mtu)
+{
+	struct sroce_gbn_resume r = { .psn = first_psn, .offset = 0 };
+	s32 d = sroce_psn_diff(oldest, first_psn);
+
+	if (is_read && resid && resid < len) {
+		r.offset = len - resid;
+		r.psn = sroce_psn_add(first_psn, r.offset / mtu);
+	} else if (!rd_atomic && d > 0) {
+		r.offset = (u32)d * mtu;
+		r.psn = oldest;
+	}
+	return r;
 }
 
 #endif /* SROCE_GBN_H */

@@ -118,4 +118,36 @@ TEST(GbnAckReq, AcrossThePsnWrap)
 	EXPECT_TRUE(sroce_gbn_ack_req(0x00000e, 0xfffff0, 0xffffff, 16, 64, false));
 }
 
+// Going back N: the oldest unacknowledged WQE (PSNs from 100, 4 MTUs)
+// resumes where the peer's knowledge ends.
+TEST(GbnResume, WhereTheOldestWqeResumes)
+{
+	constexpr uint32_t mtu = 1024, len = 4 * mtu;
+	struct {
+		bool is_read, rd_atomic;
+		uint32_t resid, oldest, psn, offset;
+		const char *why;
+	} cases[] = {
+		{false, false, 0, 100, 100, 0, "a SEND nothing of which arrived"},
+		{false, false, 0, 102, 102, 2 * mtu, "a SEND of which 2 packets arrived"},
+		{false, false, 0, 90, 100, 0, "acknowledged up to before it"},
+		{true, true, len, 100, 100, 0, "a READ no response of which came"},
+		{true, true, len - 2 * mtu, 100, 102, 2 * mtu,
+		 "a READ of which 2 responses came: the rest only"},
+		{true, true, len, 103, 100, 0, "a READ never restarts mid-way on an ACK"},
+		{true, true, 0, 100, 100, 0, "a READ with nothing missing restarts whole"},
+		{false, true, 0, 101, 100, 0, "an atomic restarts whole"},
+	};
+	for (auto c : cases) {
+		auto r = sroce_gbn_resume(c.is_read, c.rd_atomic, len, c.resid,
+					  100, c.oldest, mtu);
+		EXPECT_EQ(r.psn, c.psn) << c.why;
+		EXPECT_EQ(r.offset, c.offset) << c.why;
+	}
+	// across the 24-bit wrap
+	auto r = sroce_gbn_resume(false, false, len, 0, 0xffffff, 1, mtu);
+	EXPECT_EQ(r.psn, 1u);
+	EXPECT_EQ(r.offset, 2 * mtu);
+}
+
 } // namespace

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The RC requester's completion rules (IBTA 9.7.5.2, 9.9), without the
+ * kernel: what an ACK, RNR NAK or NAK means, which acknowledgements are
+ * taken at all, which WQEs an ACK completes, when an ACK or a READ response
+ * implies that a response was lost, and how a READ response is checked.
+ * sroce_req.c calls these; test/test_completer.cpp states them.
+ */
+#ifndef SROCE_COMPLETER_H
+#define SROCE_COMPLETER_H
+
+#include "sroce_aeth.h"
+#include "sroce_hdr.h"
+#include "sroce_psn.h"
+
+/* What the requester does with an acknowledgement (its AETH syndrome). */
+enum sroce_ack_fate {
+	SROCE_ACK_PROGRESS,	/* ACK: what it covers is done */
+	SROCE_ACK_RNR,		/* RNR NAK: wait, resend from its PSN */
+	SROCE_ACK_SEQ,		/* sequence error: resend from its PSN now */
+	SROCE_ACK_REM_INV,	/* invalid request (and unknown codes): fatal */
+	SROCE_ACK_REM_ACCESS,	/* remote access error: fatal */
+	SROCE_ACK_REM_OP,	/* remote operational error: fatal */
+	SROCE_ACK_BAD,		/* reserved AETH type: dropped, counted */
+};
+
+/*
+ * A NAK code the requester does not know is taken as an invalid request,
+ * so that an unknown error cannot be retried forever (the reserved
+ * codes, and the invalid RD request, which is for RD only).
+ */
+static inline enum sroce_ack_fate sroce_ack_classify(u8 syndrome)
+{
+	switch (sroce_aeth_type(syndrome)) {
+	case SROCE_AETH_ACK:
+		return SROCE_ACK_PROGRESS;
+	case SROCE_AETH_RNR_NAK:
+		return SROCE_ACK_RNR;
+	case SROCE_AETH_NAK:
+		break;
+	default:
+		return SROCE_ACK_BAD;
+	}
+	switch (sroce_aeth_value(syndrome)) {
+	case SROCE_NAK_PSN_SEQ_ERR:
+		return SROCE_ACK_SEQ;
+	case SROCE_NAK_REMOTE_ACCESS_ERR:
+		return SROCE_ACK_REM_ACCESS;
+	case SROCE_NAK_REMOTE_OP_ERR:
+		return SROCE_ACK_REM_OP;
+	default:
+		return SROCE_ACK_REM_INV;
+	}
+}
+
+/* Does @fate end the QP (its WQE completes in error, the QP goes to ERR)? */
+static inline bool sroce_ack_fatal(enum sroce_ack_fate fate)
+{
+	return fate == SROCE_ACK_REM_INV || fate == SROCE_ACK_REM_ACCESS ||
+	       fate == SROCE_ACK_REM_OP;
+}
+
+/*
+ * The first PSN an acknowledgement of @psn does not cover: an ACK covers
+ * its own PSN, a NAK (and an RNR NAK) only the PSNs before it, as
+ * does the first response of a READ or an atomic's response.
+ */
+static inline u32 sroce_ack_next(u32 psn, bool inclusive)
+{
+	return inclusive ? sroce_psn_add(psn, 1) : psn;
+}
+
+/*
+ * Is an acknowledgement that covers everything before @next one the
+ * requester takes, with @oldest the oldest unacknowledged PSN and @sent
+ * the PSN after the highest one ever sent? It must acknowledge something
+ * sent (a ghost or a stale one is dropped), may acknowledge nothing
+ * new (a duplicate ACK), and a NAK must name a PSN that was sent, not the
+ * next one to send.
+ */
+static inline bool sroce_ack_valid(u32 next, u32 oldest, u32 sent,
+				   bool inclusive)
+{
+	return sroce_psn_diff(next, oldest) >= 0 &&
+	       sroce_psn_diff(next, sent) <= 0 &&
+	       (inclusive || next != sent);
+}
+
+/* What an acknowledgement covering everything before @next does to a WQE. */
+enum sroce_ack_wqe {
+	SROCE_ACKW_SKIP,	/* already complete */
+	SROCE_ACKW_COMPLETE,	/* all its PSNs are covered: it completes */
+	SROCE_ACKW_STOP,	/* not (wholly) covered: it and those after wait */
+	SROCE_ACKW_LOST,	/* a READ/atomic the ACK went past: the response
+				 * was lost (implied NAK); the ACK covers only
+				 * the PSNs before the WQE's first */
+};
+
+/*
+ * One WQE in the order the requester posted them, against an
+ * acknowledgement of everything before @next. A SEND or WRITE completes
+ * when its last PSN is covered, whichever pass sent it (its PSNs never
+ * change; @sent: it has PSNs, @first_psn..@last_psn). A READ or atomic
+ * completes with its response only, never with an ACK, and an
+ * ACK past it means its response was lost.
+ */
+static inline enum sroce_ack_wqe
+sroce_ack_wqe_fate(bool done, bool rd_atomic, bool sent, u32 first_psn,
+		   u32 last_psn, u32 next)
+{
+	if (done)
+		return SROCE_ACKW_SKIP;
+	if (rd_atomic)
+		return sent && sroce_psn_diff(next, first_psn) > 0 ?
+		       SROCE_ACKW_LOST : SROCE_ACKW_STOP;
+	if (!sent || sroce_psn_diff(last_psn, next) >= 0)
+		return SROCE_ACKW_STOP;
+	return SROCE_ACKW_COMPLETE;
+}
+
+/*
+ * After an ACK of @psn was taken, the oldest unacknowledged PSN is
+ * @oldest: short of the ACK, a READ or atomic stopped it (its response was
+ * lost: an implied NAK), and the requester resends from there.
+ */
+static inline bool sroce_ack_implies_nak(u32 psn, u32 oldest)
+{
+	return oldest != sroce_psn_add(psn, 1);
+}
+
+/*
+ * Take one retry from @budget (the QP's retry or RNR retry count, reset
+ * by every acknowledgement that makes progress): false when none is left
+ * and the WQE completes with a retry-exceeded error. For RNR retries, 7
+ * means "retry for ever" (IBTA).
+ */
+static inline bool sroce_rnr_retry_take(u8 *budget)
+{
+	if (*budget == 7)
+		return true;
+	if (!*budget)
+		return false;
+	(*budget)--;
+	return true;
+}
+
+/* The PSN of the READ response that carries byte @off of the READ. */
+static inline u32 sroce_read_resp_psn(u32 first_psn, u32 off, u32 mtu)
+{
+	return sroce_psn_add(first_psn, off / mtu);
+}
+
+/*
+ * Is the payload of a READ response at position @pos the size it must
+ * be, with @resid bytes of the READ still to come? Every response but the
+ * last carries exactly one MTU; the last (or only) the rest.
+ */
+static inline bool sroce_read_resp_len_ok(enum sroce_op_pos pos, u32 len,
+					  u32 resid, u32 mtu)
+{
+	if (len > resid || len > mtu)
+		return false;
+	if (pos == SROCE_POS_FIRST || pos == SROCE_POS_MIDDLE)
+		return len == mtu;
+	return len == resid;
+}
+
+/*
+ * A READ response with PSN @psn arrived while the one with @expect was
+ * awaited; @next is the next PSN the requester will send. A later one
+ * that was sent means the expected one was lost: ask again from @expect
+ * at once rather than at the ACK timeout - but once per missing
+ * PSN (@asked: a re-request from @asked_psn is out), since the rest of
+ * the old stream still arrives and must not ask again and again. An
+ * earlier one is a duplicate, and one never sent a ghost: both dropped.
+ */
+static inline bool sroce_read_resp_gap(u32 psn, u32 expect, u32 next,
+				       bool asked, u32 asked_psn)
+{
+	return sroce_psn_diff(psn, expect) > 0 &&
+	       sroce_psn_diff(psn, next) < 0 &&
+	       (!asked || asked_psn != expect);
+}
+
+#endif /* SROCE_COMPLETER_H */

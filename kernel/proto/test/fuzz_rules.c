@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * libFuzzer target for the transport's rules (sroce_responder.h,
+ * sroce_completer.h, sroce_gbn.h): the input drives a READ's responder
+ * state through retries a peer chooses, and feeds arbitrary PSNs,
+ * syndromes and lengths to the completer's and go-back-N's decisions.
+ * Beyond "no crash, no undefined behaviour" it checks what each rule
+ * promises: an accepted READ retry names exactly the rest of the READ and
+ * never moves backwards, an honest retry is never refused, an ACK is taken
+ * only for what was sent, a WQE completes only when wholly covered, a
+ * READ response is never over the MTU or the rest, and the resume point
+ * after going back N lies inside the message.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sroce_completer.h"
+#include "sroce_gbn.h"
+#include "sroce_responder.h"
+
+int LLVMFuzzerTestOneInput(const u8 *data, size_t size);
+
+#define CHECK(cond) do { if (!(cond)) abort(); } while (0)
+
+/* The input as a stream of fields; zeros once it runs out. */
+struct in {
+	const u8 *p;
+	size_t n;
+};
+
+static u32 take(struct in *in, unsigned int bytes)
+{
+	u32 v = 0;
+
+	while (bytes--) {
+		v = v << 8 | (in->n ? *in->p : 0);
+		if (in->n) {
+			in->p++;
+			in->n--;
+		}
+	}
+	return v;
+}
+
+static u32 take_psn(struct in *in)
+{
+	return take(in, 3);
+}
+
+static u32 take_mtu(struct in *in)
+{
+	return 256u << (take(in, 1) % 5);
+}
+
+/* A READ streamed and retried as a peer chooses. */
+static void fuzz_read_retries(struct in *in)
+{
+	struct sroce_read_span r, before;
+	u32 mtu = take_mtu(in);
+	u32 len = take(in, 4) & 0x7fffffff;
+	u32 first = take_psn(in);
+	u64 va = (u64)take(in, 4) << 32 | take(in, 4);
+	u32 rkey = take(in, 4);
+	u32 npkts = sroce_msg_pkts(len, mtu);
+	bool streaming = true;
+	int steps = 64;
+
+	sroce_read_span_init(&r, first, va, rkey, len, mtu);
+	CHECK(sroce_psn_sub(r.last_psn, r.first_psn) == npkts - 1);
+	CHECK(sroce_read_span_has(&r, first));
+	CHECK(sroce_read_span_has(&r, r.last_psn));
+	CHECK(!sroce_read_span_has(&r, sroce_psn_add(r.last_psn, 1)));
+	CHECK(!sroce_read_span_has(&r, sroce_psn_sub(first, 1)));
+
+	while (in->n && steps--) {
+		u8 ev = take(in, 1);
+		u32 k, psn, off, got = 0;
+		u64 rva;
+		u32 rrkey, rlen;
+		enum sroce_retry v;
+
+		switch (ev % 4) {
+		case 0:	/* the stream sends responses */
+			if (streaming && r.next_psn != sroce_psn_add(r.last_psn, 1))
+				r.next_psn = sroce_psn_add(r.next_psn, 1);
+			else
+				streaming = false;
+			continue;
+		case 1:	/* an honest retry from a PSN inside the READ */
+			k = take(in, 4) % npkts;
+			psn = sroce_psn_add(first, k);
+			off = k * mtu;
+			rva = va + off;
+			rrkey = rkey;
+			rlen = len - off;
+			break;
+		default: /* anything a peer sends */
+			psn = take(in, 1) & 1 ? sroce_psn_add(first, take(in, 1)) :
+						take_psn(in);
+			rva = take(in, 1) & 1 ? va + take(in, 4) :
+						(u64)take(in, 4) << 32 | take(in, 4);
+			rrkey = take(in, 1) & 1 ? rkey : take(in, 4);
+			rlen = take(in, 4);
+			break;
+		}
+		before = r;
+		v = sroce_read_retry(&r, mtu, streaming, psn, rva, rrkey, rlen,
+				     &got);
+		CHECK(!memcmp(&before, &r, sizeof(r)));
+		CHECK((v == SROCE_RETRY_NONE) == !sroce_read_span_has(&r, psn));
+		if (v == SROCE_RETRY_OK) {
+			/* exactly the rest of the READ, from its PSN */
+			k = sroce_psn_sub(psn, first);
+			CHECK(got == k * mtu);
+			CHECK(!got || got < len);
+			CHECK(rva == va + got && rrkey == rkey &&
+			      rlen == len - got);
+			/* never backwards, never what the stream will send */
+			CHECK(sroce_psn_diff(psn, r.resume_psn) >= 0);
+			CHECK(!streaming || sroce_psn_diff(psn, r.next_psn) < 0);
+			sroce_read_resume(&r, psn);
+			CHECK(r.resume_psn == psn && r.next_psn == psn);
+			streaming = true;
+		} else if (ev % 4 == 1 &&
+			   sroce_psn_diff(psn, r.resume_psn) >= 0 &&
+			   (!streaming || sroce_psn_diff(psn, r.next_psn) < 0)) {
+			/* an honest retry of a response already sent */
+			CHECK(0);
+		}
+
+		/* a duplicate READ arriving during the stream */
+		if (streaming) {
+			bool in_read = take(in, 1) & 1;
+			enum sroce_busy_action a;
+
+			a = sroce_resp_busy_action(&r, sroce_read_span_has(&r, psn),
+						   in_read, psn);
+			if (a == SROCE_BUSY_REDUNDANT)
+				CHECK(sroce_read_span_has(&r, psn) &&
+				      sroce_psn_diff(psn, r.next_psn) >= 0);
+			if (a == SROCE_BUSY_RETRY_NOW)
+				CHECK(in_read && sroce_psn_diff(psn, r.next_psn) < 0);
+		}
+	}
+}
+
+static void fuzz_responder_misc(struct in *in)
+{
+	u32 psn = take_psn(in), epsn = take_psn(in);
+	s32 d = sroce_psn_diff(psn, epsn);
+	enum sroce_psn_class c = sroce_resp_classify(psn, epsn);
+	u32 slots = take(in, 2);
+	s32 bd = (s32)take(in, 4);
+	u8 nak = sroce_resp_verdict_nak((enum sroce_resp_verdict)(take(in, 1) % 6));
+
+	CHECK(c == (d < 0 ? SROCE_PSN_DUPLICATE :
+		    d > 0 ? SROCE_PSN_AHEAD : SROCE_PSN_EXPECTED));
+	CHECK(sroce_resp_backlog_reaches(bd, slots) ==
+	      ((s64)bd < (s64)slots && (s64)bd > -(s64)slots));
+	CHECK(nak == SROCE_NAK_INVALID_REQ ||
+	      nak == SROCE_NAK_REMOTE_ACCESS_ERR ||
+	      nak == SROCE_NAK_REMOTE_OP_ERR);
+}
+
+static void fuzz_completer(struct in *in)
+{
+	u8 syn = take(in, 1);
+	enum sroce_ack_fate fate = sroce_ack_classify(syn);
+	u32 oldest = take_psn(in), sent = sroce_psn_add(oldest, take(in, 2));
+	u32 psn = take_psn(in);
+	bool inclusive = take(in, 1) & 1;
+	u32 next = sroce_ack_next(psn, inclusive);
+	u32 first = take_psn(in), last = sroce_psn_add(first, take(in, 2));
+	bool done = take(in, 1) & 1, rd_atomic = take(in, 1) & 1;
+	bool was_sent = take(in, 1) & 1;
+	enum sroce_ack_wqe w;
+	u32 mtu = take_mtu(in), resid = take(in, 4), len = take(in, 2);
+	enum sroce_op_pos pos = (enum sroce_op_pos)(take(in, 1) % 4);
+	u32 expect = take_psn(in);
+	u8 budget = take(in, 1) % 8, b = budget;
+
+	CHECK((fate == SROCE_ACK_PROGRESS) ==
+	      (sroce_aeth_type(syn) == SROCE_AETH_ACK));
+	CHECK((fate == SROCE_ACK_BAD) ==
+	      (sroce_aeth_type(syn) == SROCE_AETH_RESERVED));
+	CHECK(!sroce_ack_fatal(fate) ||
+	      sroce_aeth_type(syn) == SROCE_AETH_NAK);
+
+	if (sroce_ack_valid(next, oldest, sent, inclusive)) {
+		CHECK(sroce_psn_diff(next, oldest) >= 0);
+		CHECK(sroce_psn_diff(next, sent) <= 0);
+		CHECK(inclusive || next != sent);
+	}
+
+	w = sroce_ack_wqe_fate(done, rd_atomic, was_sent, first, last, next);
+	CHECK((w == SROCE_ACKW_SKIP) == done);
+	if (w == SROCE_ACKW_COMPLETE)
+		CHECK(!rd_atomic && was_sent &&
+		      sroce_psn_diff(next, last) > 0);
+	if (w == SROCE_ACKW_LOST)
+		CHECK(rd_atomic && was_sent &&
+		      sroce_psn_diff(next, first) > 0);
+
+	if (sroce_read_resp_len_ok(pos, len, resid, mtu))
+		CHECK(len <= resid && len <= mtu &&
+		      (pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY ?
+		       len == resid : len == mtu));
+	if (sroce_read_resp_gap(psn, expect, sent, true, expect))
+		CHECK(0);	/* asked from @expect already: never twice */
+	if (sroce_read_resp_gap(psn, expect, sent, false, 0))
+		CHECK(sroce_psn_diff(psn, expect) > 0 &&
+		      sroce_psn_diff(psn, sent) < 0);
+
+	if (sroce_rnr_retry_take(&b))
+		CHECK(budget == 7 ? b == 7 : b == budget - 1);
+	else
+		CHECK(!budget && !b);
+}
+
+static void fuzz_gbn(struct in *in)
+{
+	u32 mtu = take_mtu(in), len = take(in, 3);
+	u32 npkts = sroce_msg_pkts(len, mtu);
+	u32 first = take_psn(in), k = take(in, 2) % npkts;
+	u32 got = (take(in, 2) % npkts) * mtu;
+	bool is_read = take(in, 1) & 1;
+	struct sroce_gbn_resume r;
+	u8 timeout = take(in, 1) % 32, retry_cnt = take(in, 1) % 8, bo = 0;
+	int i;
+
+	/* a SEND/WRITE: at the packet of the oldest unacknowledged PSN */
+	r = sroce_gbn_resume(false, false, len, 0, first,
+			     sroce_psn_add(first, k), mtu);
+	CHECK(r.offset == k * mtu && (!r.offset || r.offset < len));
+	CHECK(r.psn == sroce_psn_add(first, k));
+	/* a READ or atomic: whole, or a READ the rest after what came */
+	r = sroce_gbn_resume(is_read, true, len, len - got, first,
+			     sroce_psn_add(first, k), mtu);
+	if (is_read && got) {
+		CHECK(r.offset == got && r.offset < len);
+		CHECK(r.psn == sroce_psn_add(first, got / mtu));
+	} else {
+		CHECK(!r.offset && r.psn == first);
+	}
+
+	/* the backed-off timeout stays within the IBTA value x 2^retry_cnt */
+	for (i = 0; i < 10; i++) {
+		bo = sroce_rto_backoff_next(bo, retry_cnt);
+		CHECK(bo <= retry_cnt && bo <= SROCE_RTO_MAX_BACKOFF);
+		CHECK(sroce_rto_ns(timeout, bo) <=
+		      sroce_rto_ns(timeout, 0) << retry_cnt);
+	}
+	CHECK(sroce_gbn_ack_req(take_psn(in), take_psn(in), take_psn(in),
+				take(in, 2), take(in, 1) | 1, true));
+}
+
+int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
+{
+	struct in in = { data, size };
+
+	if (!size)
+		return 0;
+	switch (take(&in, 1) % 4) {
+	case 0:
+		fuzz_read_retries(&in);
+		break;
+	case 1:
+		fuzz_responder_misc(&in);
+		break;
+	case 2:
+		fuzz_completer(&in);
+		break;
+	default:
+		fuzz_gbn(&in);
+		break;
+	}
+	return 0;
+}

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// The RC requester's completion rules (sroce_completer.h): what each
+// acknowledgement means, which are taken, which WQEs an ACK completes, when
+// a response is known lost, how a READ response is checked, and the RNR
+// retry budget.
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "sroce_completer.h"
+}
+
+namespace {
+
+constexpr uint32_t kMtu = 1024;
+
+// An ACK makes progress, an RNR NAK waits, a sequence NAK resends at once;
+// the three error NAKs are fatal, and so is any code the requester does not
+// know (it must not retry an unknown error for ever). A reserved AETH type
+// is dropped.
+TEST(CompleterAck, EachSyndromeHasOneFate)
+{
+	struct {
+		uint8_t syndrome;
+		sroce_ack_fate want;
+		bool fatal;
+	} cases[] = {
+		{sroce_aeth_ack(0), SROCE_ACK_PROGRESS, false},
+		{sroce_aeth_ack(SROCE_CREDIT_INVALID), SROCE_ACK_PROGRESS, false},
+		{sroce_aeth_rnr_nak(0), SROCE_ACK_RNR, false},
+		{sroce_aeth_rnr_nak(31), SROCE_ACK_RNR, false},
+		{sroce_aeth_nak(SROCE_NAK_PSN_SEQ_ERR), SROCE_ACK_SEQ, false},
+		{sroce_aeth_nak(SROCE_NAK_INVALID_REQ), SROCE_ACK_REM_INV, true},
+		{sroce_aeth_nak(SROCE_NAK_REMOTE_ACCESS_ERR), SROCE_ACK_REM_ACCESS,
+		 true},
+		{sroce_aeth_nak(SROCE_NAK_REMOTE_OP_ERR), SROCE_ACK_REM_OP, true},
+		{sroce_aeth_nak(SROCE_NAK_INVALID_RD_REQ), SROCE_ACK_REM_INV, true},
+		{sroce_aeth_syndrome(SROCE_AETH_NAK, 17), SROCE_ACK_REM_INV, true},
+		{sroce_aeth_syndrome(SROCE_AETH_RESERVED, 0), SROCE_ACK_BAD, false},
+	};
+	for (auto c : cases) {
+		EXPECT_EQ(sroce_ack_classify(c.syndrome), c.want)
+			<< "syndrome 0x" << std::hex << +c.syndrome;
+		EXPECT_EQ(sroce_ack_fatal(sroce_ack_classify(c.syndrome)), c.fatal)
+			<< "syndrome 0x" << std::hex << +c.syndrome;
+	}
+}
+
+// An ACK covers its own PSN; a NAK only those before it.
+TEST(CompleterAck, AnAckCoversItsPsnANakOnlyThoseBefore)
+{
+	EXPECT_EQ(sroce_ack_next(10, true), 11u);
+	EXPECT_EQ(sroce_ack_next(10, false), 10u);
+	EXPECT_EQ(sroce_ack_next(0xffffff, true), 0u);
+}
+
+// With PSNs 100..109 sent and 100 the oldest unacknowledged: an
+// acknowledgement must cover something sent, may cover nothing new, and a
+// NAK must name a PSN that was sent.
+TEST(CompleterAck, OnlyAcknowledgementsOfWhatWasSentAreTaken)
+{
+	const uint32_t oldest = 100, sent = 110;
+	struct {
+		uint32_t next;
+		bool inclusive, want;
+		const char *why;
+	} cases[] = {
+		{101, true, true, "ACK of the oldest"},
+		{110, true, true, "ACK of the newest sent"},
+		{100, true, true, "duplicate ACK of what came before"},
+		{99, true, false, "stale: before the oldest"},
+		{111, true, false, "ghost: ACK of a PSN never sent"},
+		{105, false, true, "NAK of a PSN sent"},
+		{100, false, true, "NAK of the oldest"},
+		{110, false, false, "NAK of the next PSN to send"},
+		{111, false, false, "NAK of a PSN never sent"},
+	};
+	for (auto c : cases)
+		EXPECT_EQ(sroce_ack_valid(c.next, oldest, sent, c.inclusive),
+			  c.want)
+			<< c.why;
+	// the same across the 24-bit wrap
+	EXPECT_TRUE(sroce_ack_valid(1, 0xfffffe, 3, true));
+	EXPECT_FALSE(sroce_ack_valid(0xfffffd, 0xfffffe, 3, true));
+	EXPECT_FALSE(sroce_ack_valid(4, 0xfffffe, 3, true));
+}
+
+// A SEND/WRITE of PSNs 10..13 completes once 13 is covered; a READ or an
+// atomic never completes with an ACK, and an ACK past its first PSN means
+// its response was lost.
+TEST(CompleterAck, AnAckCompletesWholeSendsAndWritesOnly)
+{
+	struct {
+		bool done, rd_atomic, sent;
+		uint32_t next;
+		sroce_ack_wqe want;
+		const char *why;
+	} cases[] = {
+		{true, false, true, 20, SROCE_ACKW_SKIP, "already complete"},
+		{false, false, true, 14, SROCE_ACKW_COMPLETE, "last PSN covered"},
+		{false, false, true, 20, SROCE_ACKW_COMPLETE, "covered and more"},
+		{false, false, true, 13, SROCE_ACKW_STOP, "last PSN not covered"},
+		{false, false, true, 10, SROCE_ACKW_STOP, "nothing of it covered"},
+		{false, false, false, 20, SROCE_ACKW_STOP, "never sent"},
+		{false, true, true, 10, SROCE_ACKW_STOP, "READ: ACK up to it"},
+		{false, true, true, 11, SROCE_ACKW_LOST, "READ: ACK past it"},
+		{false, true, true, 20, SROCE_ACKW_LOST, "READ: ACK far past"},
+		{false, true, false, 20, SROCE_ACKW_STOP, "READ never sent"},
+	};
+	for (auto c : cases)
+		EXPECT_EQ(sroce_ack_wqe_fate(c.done, c.rd_atomic, c.sent, 10, 13,
+					c.next),
+			  c.want)
+			<< c.why;
+	// a WRITE whose PSNs wrap around
+	EXPECT_EQ(sroce_ack_wqe_fate(false, false, true, 0xfffffe, 1, 2),
+		  SROCE_ACKW_COMPLETE);
+	EXPECT_EQ(sroce_ack_wqe_fate(false, false, true, 0xfffffe, 1, 0),
+		  SROCE_ACKW_STOP);
+}
+
+// After an ACK of 20 was taken, the oldest unacknowledged PSN is 21 unless
+// a READ or atomic stopped the ACK short: its response was lost.
+TEST(CompleterAck, AnAckStoppedShortImpliesALostResponse)
+{
+	EXPECT_FALSE(sroce_ack_implies_nak(20, 21));
+	EXPECT_TRUE(sroce_ack_implies_nak(20, 15));
+	EXPECT_FALSE(sroce_ack_implies_nak(0xffffff, 0));
+}
+
+// The RNR retry budget: each RNR NAK takes one, none left is an error, and
+// 7 never runs out.
+TEST(CompleterRnr, SevenRetriesForEver)
+{
+	uint8_t budget = 2;
+
+	EXPECT_TRUE(sroce_rnr_retry_take(&budget));
+	EXPECT_EQ(budget, 1);
+	EXPECT_TRUE(sroce_rnr_retry_take(&budget));
+	EXPECT_EQ(budget, 0);
+	EXPECT_FALSE(sroce_rnr_retry_take(&budget));
+	EXPECT_EQ(budget, 0);
+
+	budget = 7;
+	for (int i = 0; i < 100; i++)
+		EXPECT_TRUE(sroce_rnr_retry_take(&budget));
+	EXPECT_EQ(budget, 7);
+}
+
+// A READ's responses carry one MTU each, the last the rest; byte off comes
+// in the response with PSN first + off / MTU.
+TEST(CompleterRead, ResponsesCarryOneMtuTheLastTheRest)
+{
+	EXPECT_EQ(sroce_read_resp_psn(10, 0, kMtu), 10u);
+	EXPECT_EQ(sroce_read_resp_psn(10, kMtu - 1, kMtu), 10u);
+	EXPECT_EQ(sroce_read_resp_psn(10, 3 * kMtu, kMtu), 13u);
+	EXPECT_EQ(sroce_read_resp_psn(0xffffff, kMtu, kMtu), 0u);
+
+	struct {
+		sroce_op_pos pos;
+		uint32_t len, resid;
+		bool want;
+		const char *why;
+	} cases[] = {
+		{SROCE_POS_FIRST, kMtu, 3 * kMtu, true, "FIRST of one MTU"},
+		{SROCE_POS_FIRST, kMtu - 1, 3 * kMtu, false, "short FIRST"},
+		{SROCE_POS_MIDDLE, kMtu, 2 * kMtu, true, "MIDDLE of one MTU"},
+		{SROCE_POS_MIDDLE, 100, 2 * kMtu, false, "short MIDDLE"},
+		{SROCE_POS_MIDDLE, kMtu + 1, 3 * kMtu, false, "MIDDLE over the MTU"},
+		{SROCE_POS_LAST, 100, 100, true, "LAST with the rest"},
+		{SROCE_POS_LAST, 99, 100, false, "LAST short of the rest"},
+		{SROCE_POS_LAST, kMtu, 2 * kMtu, false, "LAST with rest to come"},
+		{SROCE_POS_ONLY, 0, 0, true, "ONLY of a zero-byte READ"},
+		{SROCE_POS_ONLY, 10, 5, false, "more than was asked for"},
+		{SROCE_POS_ONLY, kMtu + 1, kMtu + 1, false, "ONLY over the MTU"},
+	};
+	for (auto c : cases)
+		EXPECT_EQ(sroce_read_resp_len_ok(c.pos, c.len, c.resid, kMtu),
+			  c.want)
+			<< c.why;
+}
+
+// Awaiting response 12 of a READ, with 20 the next PSN to send: a later
+// response that was sent means 12 was lost - ask again from it, once; an
+// earlier one, or one never sent, is no reason to.
+TEST(CompleterRead, AGapInTheResponsesAsksAgainOnce)
+{
+	struct {
+		uint32_t psn;
+		bool asked;
+		uint32_t asked_psn;
+		bool want;
+		const char *why;
+	} cases[] = {
+		{13, false, 0, true, "the next response came first"},
+		{19, false, 0, true, "a later response came"},
+		{13, true, 12, false, "asked again from 12 already"},
+		{13, true, 11, true, "asked from another PSN before"},
+		{11, false, 0, false, "a duplicate of an earlier response"},
+		{20, false, 0, false, "a PSN never sent"},
+		{25, false, 0, false, "far beyond what was sent"},
+	};
+	for (auto c : cases)
+		EXPECT_EQ(sroce_read_resp_gap(c.psn, 12, 20, c.asked,
+					      c.asked_psn),
+			  c.want)
+			<< c.why;
+}
+
+} // namespace

@@ -223,6 +223,19 @@ static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
 	return container_of(ibqp, struct sroce_qp, ibqp);
 }
 
+/* READ and atomics: they complete with their response and use rd_atomic. */
+static inline bool sroce_wqe_is_rd_atomic(u8 op)
+{
+	return op == SROCE_WR_RDMA_READ || op == SROCE_WR_ATOMIC_CMP_AND_SWP ||
+	       op == SROCE_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static inline bool sroce_wqe_is_atomic(u8 op)
+{
+	return op == SROCE_WR_ATOMIC_CMP_AND_SWP ||
+	       op == SROCE_WR_ATOMIC_FETCH_AND_ADD;
+}
+
 static inline void *sroce_sq_shadow(struct sroce_qp *qp, u32 idx)
 {
 	return qp->sq_shadow +

@@ -9,9 +9,11 @@
 #include <linux/skbuff.h>
 
 #include "proto/sroce_hdr.h"
+#include "sroce_mr.h"
 
 struct sroce_dev;
 struct sroce_qp;
+struct sroce_send_wqe;
 
 /* A packet being built: proto headers + where the payload goes. */
 struct sroce_txpkt {
@@ -29,17 +31,27 @@ void sroce_tx_free(struct sroce_txpkt *tp);
 /* sroce_rx.c: the UDP encapsulation receive hook */
 int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
 
-/* sroce_req.c: requester and completer */
+/* sroce_req.c: requester */
 void sroce_transport_init_qp(struct sroce_qp *qp);
 void sroce_transport_reset(struct sroce_qp *qp);
 void sroce_transport_stop(struct sroce_qp *qp);
 void sroce_qp_flush(struct sroce_qp *qp);
 void sroce_qp_flush_sq(struct sroce_qp *qp);
 void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline);
-bool sroce_sqd_drained(struct sroce_qp *qp);
-void sroce_sqd_notify(struct sroce_qp *qp);
+u32 sroce_wqe_len(const struct sroce_send_wqe *w);
+int sroce_wqe_data(struct sroce_qp *qp, const struct sroce_send_wqe *w,
+		   u32 off, void *buf, u32 len, enum sroce_copy_dir dir,
+		   int access);
+
+/* sroce_comp.c: completer, retransmit and RNR timers, go-back-N */
+void sroce_comp_init(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload);
+bool sroce_comp_retire(struct sroce_qp *qp);
+void sroce_comp_arm_retrans(struct sroce_qp *qp);
+void sroce_comp_rewind(struct sroce_qp *qp);
+bool sroce_sqd_drained(struct sroce_qp *qp);
+void sroce_sqd_notify(struct sroce_qp *qp);
 
 u32 sroce_wire_len(const struct sroce_qp *qp, const struct sroce_pkt *pkt);
 

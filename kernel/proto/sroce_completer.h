@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * The RC requester's completion rules (IBTA 9.7.5.2, 9.9), without the
- * kernel: what an ACK, RNR NAK or NAK means, which acknowledgements are
+ * kernel: what an ACK, RNR NAK or NAK means, which acknowledgments are
  * taken at all, which WQEs an ACK completes, when an ACK or a READ response
  * implies that a response was lost, and how a READ response is checked.
- * sroce_req.c calls these; test/test_completer.cpp states them.
+ * sroce_comp.c calls these; test/test_completer.cpp states them.
  */
 #ifndef SROCE_COMPLETER_H
 #define SROCE_COMPLETER_H
@@ -13,7 +13,7 @@
 #include "sroce_hdr.h"
 #include "sroce_psn.h"
 
-/* What the requester does with an acknowledgement (its AETH syndrome). */
+/* What the requester does with an acknowledgment (its AETH syndrome). */
 enum sroce_ack_fate {
 	SROCE_ACK_PROGRESS,	/* ACK: what it covers is done */
 	SROCE_ACK_RNR,		/* RNR NAK: wait, resend from its PSN */
@@ -61,7 +61,7 @@ static inline bool sroce_ack_fatal(enum sroce_ack_fate fate)
 }
 
 /*
- * The first PSN an acknowledgement of @psn does not cover: an ACK covers
+ * The first PSN an acknowledgment of @psn does not cover: an ACK covers
  * its own PSN, a NAK (and an RNR NAK) only the PSNs before it, as
  * does the first response of a READ or an atomic's response.
  */
@@ -71,7 +71,7 @@ static inline u32 sroce_ack_next(u32 psn, bool inclusive)
 }
 
 /*
- * Is an acknowledgement that covers everything before @next one the
+ * Is an acknowledgment that covers everything before @next one the
  * requester takes, with @oldest the oldest unacknowledged PSN and @sent
  * the PSN after the highest one ever sent? It must acknowledge something
  * sent (a ghost or a stale one is dropped), may acknowledge nothing
@@ -86,19 +86,21 @@ static inline bool sroce_ack_valid(u32 next, u32 oldest, u32 sent,
 	       (inclusive || next != sent);
 }
 
-/* What an acknowledgement covering everything before @next does to a WQE. */
+/*
+ * What an acknowledgment covering everything before @next does to a WQE.
+ * LOST: a READ or atomic the ACK went past, so its response was lost (an
+ * implied NAK); the ACK covers only the PSNs before the WQE's first.
+ */
 enum sroce_ack_wqe {
 	SROCE_ACKW_SKIP,	/* already complete */
 	SROCE_ACKW_COMPLETE,	/* all its PSNs are covered: it completes */
 	SROCE_ACKW_STOP,	/* not (wholly) covered: it and those after wait */
-	SROCE_ACKW_LOST,	/* a READ/atomic the ACK went past: the response
-				 * was lost (implied NAK); the ACK covers only
-				 * the PSNs before the WQE's first */
+	SROCE_ACKW_LOST,	/* a READ/atomic's response was lost */
 };
 
 /*
  * One WQE in the order the requester posted them, against an
- * acknowledgement of everything before @next. A SEND or WRITE completes
+ * acknowledgment of everything before @next. A SEND or WRITE completes
  * when its last PSN is covered, whichever pass sent it (its PSNs never
  * change; @sent: it has PSNs, @first_psn..@last_psn). A READ or atomic
  * completes with its response only, never with an ACK, and an
@@ -130,7 +132,7 @@ static inline bool sroce_ack_implies_nak(u32 psn, u32 oldest)
 
 /*
  * Take one retry from @budget (the QP's retry or RNR retry count, reset
- * by every acknowledgement that makes progress): false when none is left
+ * by every acknowledgment that makes progress): false when none is left
  * and the WQE completes with a retry-exceeded error. For RNR retries, 7
  * means "retry for ever" (IBTA).
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
 // The RC requester's completion rules (sroce_completer.h): what each
-// acknowledgement means, which are taken, which WQEs an ACK completes, when
+// acknowledgment means, which are taken, which WQEs an ACK completes, when
 // a response is known lost, how a READ response is checked, and the RNR
 // retry budget.
 #include <gtest/gtest.h>
@@ -55,7 +55,7 @@ TEST(CompleterAck, AnAckCoversItsPsnANakOnlyThoseBefore)
 }
 
 // With PSNs 100..109 sent and 100 the oldest unacknowledged: an
-// acknowledgement must cover something sent, may cover nothing new, and a
+// acknowledgment must cover something sent, may cover nothing new, and a
 // NAK must name a PSN that was sent.
 TEST(CompleterAck, OnlyAcknowledgementsOfWhatWasSentAreTaken)
 {

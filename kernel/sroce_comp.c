@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce RC completer: turns ACKs, NAKs, READ responses and atomic
+ * acknowledgements into completions (the rules: proto/sroce_completer.h),
+ * posts completions in order, and recovers from loss: the retransmit and
+ * RNR timers, and going back N to the oldest unacknowledged PSN
+ * (proto/sroce_gbn.h). The requester (sroce_req.c) sends; this file
+ * decides what was received and what must be sent again.
+ */
+
+#include <linux/jiffies.h>
+#include <linux/timer.h>
+
+#include "sroce.h"
+#include "sroce_cq.h"
+#include "sroce_mr.h"
+#include "sroce_qp.h"
+#include "sroce_stats.h"
+#include "sroce_transport.h"
+#include "proto/sroce_aeth.h"
+#include "proto/sroce_completer.h"
+#include "proto/sroce_gbn.h"
+#include "proto/sroce_psn.h"
+
+static enum ib_wc_opcode sroce_comp_wc_opcode(u8 op)
+{
+	switch (op) {
+	case SROCE_WR_RDMA_WRITE:
+	case SROCE_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case SROCE_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case SROCE_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	case SROCE_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case SROCE_WR_REG_MR:
+		return IB_WC_REG_MR;
+	case SROCE_WR_BIND_MW:
+		return IB_WC_BIND_MW;
+	case SROCE_WR_ATOMIC_WRITE:
+		return SROCE_WC_ATOMIC_WRITE;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/*
+ * Post completions for WQEs that are done, in order, and free their ring
+ * slots. Called with sq_lock held. Returns true if an error completion
+ * was posted (the QP must go to the error state).
+ */
+bool sroce_comp_retire(struct sroce_qp *qp)
+{
+	bool err = false;
+
+	while (qp->comp.idx != qp->req.fetched) {
+		struct sroce_wqe_st *st = sroce_wst(qp, qp->comp.idx);
+		struct sroce_send_wqe *w = sroce_sq_shadow(qp, qp->comp.idx);
+
+		bool signaled;
+
+		if (st->state != SROCE_WQE_DONE)
+			break;
+		if (st->status != IB_WC_SUCCESS && st->status != IB_WC_WR_FLUSH_ERR)
+			err = true;
+		if (sroce_wqe_is_rd_atomic(w->opcode) && qp->req.rd_atomic &&
+		    st->status == IB_WC_SUCCESS)
+			qp->req.rd_atomic--;
+		signaled = st->status != IB_WC_SUCCESS || qp->sq_sig_all ||
+			   (w->flags & SROCE_SEND_SIGNALED);
+		qp->comp.idx++;
+		/*
+		 * The ring slot is free (the kernel works from its shadow copy)
+		 * before the completion can be seen: a process that posts as
+		 * soon as it polls a CQE must find the room (IBTA: a completed
+		 * WQE's slot may be reused). The shadow stays valid: fetching
+		 * into it needs sq_lock, which the caller holds.
+		 */
+		smp_store_release(&qp->sq.hdr->consumer, qp->comp.idx);
+		if (signaled) {
+			struct sroce_cqe cqe = {
+				.wr_id = w->wr_id,
+				.status = st->status,
+				.opcode = sroce_comp_wc_opcode(w->opcode),
+				.byte_len = st->status == IB_WC_SUCCESS ?
+					    sroce_wqe_len(w) : 0,
+				.qp_num = qp->ibqp.qp_num,
+				.port_num = 1,
+			};
+
+			sroce_cq_post(qp->scq, &cqe, &qp->ibqp, false);
+		}
+	}
+	/* WQEs failed at fetch can complete before the requester passed them. */
+	if ((s32)(qp->comp.idx - qp->req.cur) > 0) {
+		qp->req.cur = qp->comp.idx;
+		qp->req.offset = 0;
+	}
+	/* The consumer the process sees is what is completed, not fetched. */
+	smp_store_release(&qp->sq.hdr->consumer, qp->comp.idx);
+	return err;
+}
+
+void sroce_comp_arm_retrans(struct sroce_qp *qp)
+{
+	u64 ns = sroce_rto_ns(qp->attr.timeout, qp->comp.backoff);
+
+	if (!ns || test_bit(SROCE_QPF_DYING, &qp->flags))
+		return;
+	mod_timer(&qp->comp.retrans_timer,
+		  jiffies + max_t(unsigned long, nsecs_to_jiffies(ns), 1));
+}
+
+/*
+ * Go back to the oldest unacknowledged PSN. The WQE that holds it resumes
+ * at the packet of that PSN (a READ or atomic restarts whole, at its first
+ * PSN), later WQEs restart from their beginning. A message can be partly
+ * sent and partly acknowledged, so "started" rather than "fully sent"
+ * decides whether the oldest WQE resumes mid-message. sq_lock held.
+ */
+void sroce_comp_rewind(struct sroce_qp *qp)
+{
+	u32 idx;
+
+	qp->req.rd_atomic = 0;
+	qp->req.offset = 0;
+	qp->req.psn = qp->comp.psn;
+	/* Acknowledged WQEs may not be retired yet: start after them. */
+	qp->req.cur = qp->comp.idx;
+	while (qp->req.cur != qp->req.fetched &&
+	       sroce_wst(qp, qp->req.cur)->state == SROCE_WQE_DONE)
+		qp->req.cur++;
+	for (idx = qp->req.cur; idx != qp->req.fetched; idx++) {
+		struct sroce_wqe_st *st = sroce_wst(qp, idx);
+		struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
+
+		if (st->state == SROCE_WQE_DONE)
+			continue;
+		if (idx == qp->req.cur && st->psn_valid) {
+			struct sroce_gbn_resume r;
+
+			r = sroce_gbn_resume(w->opcode == SROCE_WR_RDMA_READ,
+					     sroce_wqe_is_rd_atomic(w->opcode),
+					     sroce_wqe_len(w), st->resid,
+					     st->first_psn, qp->comp.psn,
+					     qp->mtu);
+			qp->req.psn = r.psn;
+			qp->req.offset = r.offset;
+		}
+		if (idx != qp->req.cur || !qp->req.offset)
+			st->started = 0;
+		st->state = SROCE_WQE_POSTED;
+	}
+}
+
+/*
+ * The peer acknowledged something new: the retry budgets are for failures
+ * in a row, the ACK timeout is the IBTA one again, and a window shrunk by a
+ * timeout opens up (sroce_gbn.h). sq_lock held.
+ */
+static void sroce_comp_progress(struct sroce_qp *qp)
+{
+	qp->comp.retry_cnt = qp->attr.retry_cnt;
+	qp->comp.rnr_retry = qp->attr.rnr_retry;
+	qp->comp.backoff = 0;
+	qp->comp.window = sroce_gbn_window_grow(qp->comp.window);
+}
+
+/* Complete SEND/WRITE WQEs wholly acknowledged by an ACK of @psn. */
+static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
+{
+	u32 next = sroce_ack_next(psn, inclusive);
+	u32 idx;
+
+	if (!sroce_ack_valid(next, qp->comp.psn, qp->req.psn_hi, inclusive))
+		return false;
+	/*
+	 * Everything before @next reached the peer, including what the
+	 * requester sent before a rewind and has not sent again yet: a WQE
+	 * completes once its last PSN is acknowledged, whichever pass sent it
+	 * (its PSNs never change), and the requester skips what is
+	 * acknowledged (below).
+	 */
+	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
+		struct sroce_wqe_st *st = sroce_wst(qp, idx);
+		struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
+		enum sroce_ack_wqe fate;
+
+		fate = sroce_ack_wqe_fate(st->state == SROCE_WQE_DONE,
+					  sroce_wqe_is_rd_atomic(w->opcode),
+					  st->psn_valid, st->first_psn,
+					  st->last_psn, next);
+		if (fate == SROCE_ACKW_SKIP)
+			continue;
+		if (fate == SROCE_ACKW_STOP)
+			break;
+		if (fate == SROCE_ACKW_LOST) {
+			/* Its response is lost: the ACK covers what is before. */
+			next = st->first_psn;
+			break;
+		}
+		st->state = SROCE_WQE_DONE;
+		st->status = IB_WC_SUCCESS;
+	}
+	if (sroce_psn_diff(next, qp->comp.psn) > 0) {
+		qp->comp.psn = next;
+		sroce_comp_progress(qp);
+		/*
+		 * Going back N after a timeout or NAK, and the peer had more
+		 * than the requester thought: resend from here, not the rest
+		 * of what it already has.
+		 */
+		if (sroce_psn_diff(next, qp->req.psn) > 0)
+			sroce_comp_rewind(qp);
+	}
+	return true;
+}
+
+/* The oldest unfinished WQE, which responses must belong to. */
+static struct sroce_wqe_st *sroce_comp_head(struct sroce_qp *qp, u32 *idxp)
+{
+	u32 idx;
+
+	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
+		struct sroce_wqe_st *st = sroce_wst(qp, idx);
+
+		if (st->state == SROCE_WQE_DONE)
+			continue;
+		*idxp = idx;
+		return st->state == SROCE_WQE_SENT ? st : NULL;
+	}
+	return NULL;
+}
+
+static void sroce_comp_read_resp(struct sroce_qp *qp,
+				 const struct sroce_pkt *pkt,
+				 const u8 *payload, bool *fatal, bool *retry)
+{
+	struct sroce_wqe_st *st;
+	struct sroce_send_wqe *w;
+	u32 idx, expect, off;
+	int status;
+
+	/*
+	 * A first/only response also acknowledges every request before it
+	 * (the responder executes in PSN order): SENDs and WRITEs before the
+	 * READ complete even when their own ACK was lost.
+	 */
+	if (pkt->info->pos == SROCE_POS_FIRST ||
+	    pkt->info->pos == SROCE_POS_ONLY)
+		sroce_comp_ack_upto(qp, pkt->bth.psn, false);
+	st = sroce_comp_head(qp, &idx);
+	if (!st)
+		goto drop;
+	w = sroce_sq_shadow(qp, idx);
+	if (w->opcode != SROCE_WR_RDMA_READ)
+		goto drop;
+	off = sroce_wqe_len(w) - st->resid;
+	expect = sroce_read_resp_psn(st->first_psn, off, qp->mtu);
+	if (pkt->bth.psn != expect) {
+		/* A later response: the one expected was lost (once). */
+		if (sroce_read_resp_gap(pkt->bth.psn, expect, qp->req.psn,
+					qp->comp.rr_gap, qp->comp.rr_gap_psn)) {
+			qp->comp.rr_gap = true;
+			qp->comp.rr_gap_psn = expect;
+			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
+			*retry = true;
+		}
+		goto drop;
+	}
+	if (!sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
+				    st->resid, qp->mtu))
+		goto drop;
+
+	status = sroce_wqe_data(qp, w, off, (void *)payload, pkt->payload_len,
+				SROCE_TO_MR, IB_ACCESS_LOCAL_WRITE);
+	if (status) {
+		st->state = SROCE_WQE_DONE;
+		st->status = status;
+		*fatal = true;
+		return;
+	}
+	st->resid -= pkt->payload_len;
+	sroce_comp_progress(qp);
+	if (!st->resid) {
+		st->state = SROCE_WQE_DONE;
+		st->status = IB_WC_SUCCESS;
+		qp->comp.psn = sroce_psn_add(st->last_psn, 1);
+	}
+	return;
+drop:
+	sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+}
+
+static void sroce_comp_atomic_ack(struct sroce_qp *qp,
+				  const struct sroce_pkt *pkt, bool *fatal)
+{
+	struct sroce_wqe_st *st;
+	struct sroce_send_wqe *w;
+	u64 orig = pkt->atomic_orig;
+	u32 idx;
+	int status;
+
+	st = sroce_comp_head(qp, &idx);
+	if (!st)
+		goto drop;
+	w = sroce_sq_shadow(qp, idx);
+	if (!sroce_wqe_is_atomic(w->opcode) || pkt->bth.psn != st->first_psn)
+		goto drop;
+	sroce_comp_ack_upto(qp, st->first_psn, false);
+	status = sroce_wqe_data(qp, w, 0, &orig, sizeof(orig), SROCE_TO_MR,
+				IB_ACCESS_LOCAL_WRITE);
+	st->state = SROCE_WQE_DONE;
+	st->status = status ? status : IB_WC_SUCCESS;
+	if (status) {
+		*fatal = true;
+		return;
+	}
+	qp->comp.psn = sroce_psn_add(st->first_psn, 1);
+	sroce_comp_progress(qp);
+	return;
+drop:
+	sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+}
+
+/* Fail the WQE that holds @psn with @status (a fatal NAK). */
+static void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status)
+{
+	u32 idx;
+
+	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
+		struct sroce_wqe_st *st = sroce_wst(qp, idx);
+
+		if (st->state == SROCE_WQE_DONE)
+			continue;
+		st->state = SROCE_WQE_DONE;
+		st->status = status;
+		return;
+	}
+}
+
+static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
+			    bool *fatal, bool *retry)
+{
+	u8 syn = pkt->aeth.syndrome;
+	enum sroce_ack_fate fate = sroce_ack_classify(syn);
+	u32 psn = pkt->bth.psn;
+
+	if (fate == SROCE_ACK_BAD ||
+	    !sroce_comp_ack_upto(qp, psn, fate == SROCE_ACK_PROGRESS)) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+		return;
+	}
+	switch (fate) {
+	case SROCE_ACK_PROGRESS:
+		if (sroce_ack_implies_nak(psn, qp->comp.psn)) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
+			*retry = true;
+		}
+		break;
+	case SROCE_ACK_RNR:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_NAK_RCVD);
+		if (!sroce_rnr_retry_take(&qp->comp.rnr_retry)) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_RETRY_EXCEEDED);
+			sroce_comp_fail_psn(qp, psn, IB_WC_RNR_RETRY_EXC_ERR);
+			*fatal = true;
+			break;
+		}
+		qp->comp.rnr_wait = true;
+		sroce_comp_rewind(qp);
+		if (!test_bit(SROCE_QPF_DYING, &qp->flags)) {
+			u32 us = sroce_rnr_timer_usec(sroce_aeth_value(syn));
+
+			mod_timer(&qp->comp.rnr_timer,
+				  jiffies + usecs_to_jiffies(us) + 1);
+		}
+		break;
+	case SROCE_ACK_SEQ:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_SEQ_NAK_RCVD);
+		*retry = true;
+		break;
+	case SROCE_ACK_REM_ACCESS:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
+		sroce_comp_fail_psn(qp, psn, IB_WC_REM_ACCESS_ERR);
+		*fatal = true;
+		break;
+	case SROCE_ACK_REM_OP:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
+		sroce_comp_fail_psn(qp, psn, IB_WC_REM_OP_ERR);
+		*fatal = true;
+		break;
+	case SROCE_ACK_REM_INV:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
+		sroce_comp_fail_psn(qp, psn, IB_WC_REM_INV_REQ_ERR);
+		*fatal = true;
+		break;
+	case SROCE_ACK_BAD:	/* dropped above */
+		break;
+	}
+}
+
+/*
+ * SQD: true once (per entry to SQD) when nothing is outstanding any more
+ * and the consumer asked for IB_EVENT_SQ_DRAINED. sq_lock held.
+ */
+bool sroce_sqd_drained(struct sroce_qp *qp)
+{
+	if (READ_ONCE(qp->state) != IB_QPS_SQD || qp->comp.sqd_notified ||
+	    !qp->attr.en_sqd_async_notify || qp->req.offset ||
+	    qp->comp.idx != qp->req.cur || qp->comp.psn != qp->req.psn)
+		return false;
+	qp->comp.sqd_notified = true;
+	return true;
+}
+
+void sroce_sqd_notify(struct sroce_qp *qp)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = IB_EVENT_SQ_DRAINED,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/*
+ * sroce_comp_rcv - handle a response packet (softirq)
+ */
+void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    const struct sroce_pkt *pkt, const u8 *payload)
+{
+	bool fatal = false, retry = false, err, kick, drained;
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state != IB_QPS_RTS && state != IB_QPS_SQD) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RX_BAD_QP_STATE);
+		return;
+	}
+
+	spin_lock_bh(&qp->sq_lock);
+	switch (pkt->info->kind) {
+	case SROCE_KIND_ACK:
+		sroce_comp_aeth(qp, pkt, &fatal, &retry);
+		break;
+	case SROCE_KIND_READ_RESP:
+		if (pkt->info->hdrs & SROCE_HDR_AETH &&
+		    sroce_aeth_type(pkt->aeth.syndrome) != SROCE_AETH_ACK) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+			break;
+		}
+		sroce_comp_read_resp(qp, pkt, payload, &fatal, &retry);
+		break;
+	case SROCE_KIND_ATOMIC_ACK:
+		if (sroce_aeth_type(pkt->aeth.syndrome) != SROCE_AETH_ACK) {
+			sroce_comp_aeth(qp, pkt, &fatal, &retry);
+			break;
+		}
+		sroce_comp_atomic_ack(qp, pkt, &fatal);
+		break;
+	default:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+		break;
+	}
+	if (retry && !fatal)
+		sroce_comp_rewind(qp);
+	err = sroce_comp_retire(qp) || fatal;
+	if (qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched)
+		del_timer(&qp->comp.retrans_timer);
+	else if (!fatal)
+		sroce_comp_arm_retrans(qp);
+	/*
+	 * Wake the requester only if it has something to send: a needless
+	 * work item can hold the requester bit when the next doorbell comes,
+	 * and the doorbell then waits for that worker to be scheduled.
+	 */
+	kick = qp->req.cur != qp->req.fetched ||
+	       READ_ONCE(qp->sq.hdr->producer) != qp->sq.kidx;
+	drained = !err && sroce_sqd_drained(qp);
+	spin_unlock_bh(&qp->sq_lock);
+
+	if (err)
+		sroce_qp_error(qp);
+	else if (kick)
+		sroce_req_kick(qp, false);
+	if (drained)
+		sroce_sqd_notify(qp);
+}
+
+static void sroce_comp_retrans_timeout(struct timer_list *t)
+{
+	struct sroce_qp *qp = from_timer(qp, t, comp.retrans_timer);
+	bool fatal = false;
+
+	spin_lock_bh(&qp->sq_lock);
+	if (READ_ONCE(qp->state) != IB_QPS_RTS ||
+	    (qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched)) {
+		spin_unlock_bh(&qp->sq_lock);
+		return;
+	}
+	sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_TIMEOUT);
+	/* IBTA: retry_cnt counts retries; 7 is not infinite for it. */
+	if (!qp->comp.retry_cnt) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRY_EXCEEDED);
+		sroce_comp_fail_psn(qp, qp->comp.psn, IB_WC_RETRY_EXC_ERR);
+		fatal = true;
+	} else {
+		u8 backoff = sroce_rto_backoff_next(qp->comp.backoff,
+						    qp->attr.retry_cnt);
+
+		qp->comp.retry_cnt--;
+		qp->comp.rr_gap = false;
+		/*
+		 * The peer may just be slower than the timeout: wait longer
+		 * next time, and resend a little before the rest (sroce_gbn.h).
+		 */
+		if (backoff != qp->comp.backoff)
+			sroce_stat_inc(qp->sdev, SROCE_CNT_ADP_RETRANS);
+		qp->comp.backoff = backoff;
+		if (qp->comp.window > SROCE_GBN_RESTART_WINDOW) {
+			qp->comp.window = SROCE_GBN_RESTART_WINDOW;
+			sroce_stat_inc(qp->sdev, SROCE_CNT_SLOW_RESTART);
+		}
+		sroce_comp_rewind(qp);
+	}
+	if (fatal)
+		sroce_comp_retire(qp);
+	spin_unlock_bh(&qp->sq_lock);
+
+	if (fatal)
+		sroce_qp_error(qp);
+	else
+		sroce_req_kick(qp, false);
+}
+
+static void sroce_comp_rnr_timeout(struct timer_list *t)
+{
+	struct sroce_qp *qp = from_timer(qp, t, comp.rnr_timer);
+
+	spin_lock_bh(&qp->sq_lock);
+	qp->comp.rnr_wait = false;
+	spin_unlock_bh(&qp->sq_lock);
+	sroce_req_kick(qp, false);
+}
+
+void sroce_comp_init(struct sroce_qp *qp)
+{
+	timer_setup(&qp->comp.retrans_timer, sroce_comp_retrans_timeout, 0);
+	timer_setup(&qp->comp.rnr_timer, sroce_comp_rnr_timeout, 0);
+	qp->comp.window = SROCE_GBN_MAX_WINDOW;
+}

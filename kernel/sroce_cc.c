@@ -151,7 +151,7 @@ static enum hrtimer_restart sroce_cc_pace_timeout(struct hrtimer *t)
 
 	sroce_req_kick(qp, false);
 	if (READ_ONCE(cc->resp_wait) && !test_bit(SROCE_QPF_DYING, &qp->flags))
-		sroce_resp_queue(qp);
+		sroce_read_queue(qp);
 	return HRTIMER_NORESTART;
 }
 

@@ -371,7 +371,7 @@ static int sroce_modify_qp_locked(struct sroce_qp *qp, struct ib_qp_attr *attr,
 		qp->attr.ah_attr = attr->ah_attr;
 	}
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
-		err = sroce_resp_set_res(qp, attr->max_dest_rd_atomic);
+		err = sroce_read_set_res(qp, attr->max_dest_rd_atomic);
 		if (err)
 			return err;
 		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
@@ -590,7 +590,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->released);
 	/* Nothing can queue behind a READ stream any more. */
-	sroce_resp_backlog_purge(qp);
+	sroce_read_backlog_purge(qp);
 
 	dst_cache_destroy(&qp->av.dst);
 	kfree(qp->resp.res);

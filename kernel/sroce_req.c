@@ -801,7 +801,7 @@ void sroce_transport_init_qp(struct sroce_qp *qp)
 {
 	sroce_cc_qp_init(qp);
 	INIT_WORK(&qp->req_work, sroce_req_work);
-	INIT_WORK(&qp->resp_work, sroce_resp_work);
+	INIT_WORK(&qp->resp_work, sroce_read_work);
 	skb_queue_head_init(&qp->resp.backlog);
 	sroce_comp_init(qp);
 }
@@ -848,7 +848,7 @@ void sroce_transport_stop(struct sroce_qp *qp)
 	cancel_work_sync(&qp->req_work);
 	cancel_work_sync(&qp->resp_work);
 	spin_lock_bh(&qp->resp_lock);
-	sroce_resp_backlog_purge(qp);
+	sroce_read_backlog_purge(qp);
 	spin_unlock_bh(&qp->resp_lock);
 	del_timer_sync(&qp->comp.retrans_timer);
 	del_timer_sync(&qp->comp.rnr_timer);

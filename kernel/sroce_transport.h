@@ -56,16 +56,18 @@ void sroce_sqd_notify(struct sroce_qp *qp);
 u32 sroce_wire_len(const struct sroce_qp *qp, const struct sroce_pkt *pkt);
 
 /* sroce_resp.c: responder */
-int sroce_resp_set_res(struct sroce_qp *qp, u32 n);
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload);
 void sroce_resp_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		       const struct sroce_pkt *pkt, const u8 *payload);
 void sroce_resp_flush(struct sroce_qp *qp);
-void sroce_resp_work(struct work_struct *work);
-void sroce_resp_queue(struct sroce_qp *qp);
 void sroce_resp_reset(struct sroce_qp *qp);
-void sroce_resp_backlog_purge(struct sroce_qp *qp);
+
+/* sroce_read.c: the responder's READ side */
+int sroce_read_set_res(struct sroce_qp *qp, u32 n);
+void sroce_read_work(struct work_struct *work);
+void sroce_read_queue(struct sroce_qp *qp);
+void sroce_read_backlog_purge(struct sroce_qp *qp);
 
 extern struct workqueue_struct *sroce_wq;
 extern struct workqueue_struct *sroce_pace_wq;

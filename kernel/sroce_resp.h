@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The RC responder's internals, shared by its two files: sroce_resp.c
+ * (requests: checks, data placement, ACK/NAK, atomics, duplicates, UC, UD)
+ * and sroce_read.c (READ resources, responses and streaming, the backlog
+ * behind a stream). Everything here runs under the QP's resp_lock.
+ */
+#ifndef SROCE_RESP_H
+#define SROCE_RESP_H
+
+#include "proto/sroce_responder.h"
+
+struct sk_buff;
+struct sroce_pkt;
+struct sroce_qp;
+struct sroce_rd_res;
+
+/* struct sroce_rd_res's kind */
+enum sroce_res_kind {
+	SROCE_RES_FREE,
+	SROCE_RES_READ,
+	SROCE_RES_ATOMIC,
+};
+
+/* sroce_resp.c */
+struct ib_pd *sroce_resp_pd(const struct sroce_qp *qp);
+struct sroce_mr *sroce_resp_rkey_pd(struct sroce_qp *qp, struct ib_pd *pd,
+				    u32 rkey, u64 va, u64 len, int access);
+struct sroce_mr *sroce_resp_rkey(struct sroce_qp *qp, u32 rkey, u64 va,
+				 u64 len, int access);
+bool sroce_resp_state_ok(struct sroce_qp *qp);
+bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
+		       const u8 *payload, enum ib_event_type *event);
+
+/* sroce_read.c */
+struct sroce_rd_res *sroce_read_res_alloc(struct sroce_qp *qp);
+enum sroce_resp_verdict sroce_read_exec(struct sroce_qp *qp,
+					const struct sroce_pkt *pkt);
+enum sroce_retry sroce_read_is_retry(struct sroce_qp *qp,
+				     const struct sroce_rd_res *r,
+				     const struct sroce_pkt *pkt, u32 *offp);
+void sroce_read_restart(struct sroce_qp *qp, struct sroce_rd_res *r,
+			u32 psn, u32 off);
+bool sroce_read_busy_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+			 const struct sroce_pkt *pkt);
+
+#endif /* SROCE_RESP_H */

@@ -103,6 +103,10 @@ void sroce_read_backlog_purge(struct sroce_qp *qp)
 	qp->resp.backlog_bytes = 0;
 }
 
+/*
+ * The next READ/atomic resource, the oldest one reused (the requester
+ * keeps at most max_dest_rd_atomic outstanding). NULL if the QP has none.
+ */
 struct sroce_rd_res *sroce_read_res_alloc(struct sroce_qp *qp)
 {
 	struct sroce_rd_res *res;
@@ -115,6 +119,7 @@ struct sroce_rd_res *sroce_read_res_alloc(struct sroce_qp *qp)
 	return res;
 }
 
+/* Execute a READ request with the expected PSN: check it, then answer it. */
 enum sroce_resp_verdict sroce_read_exec(struct sroce_qp *qp,
 					const struct sroce_pkt *pkt)
 {

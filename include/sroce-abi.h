@@ -166,6 +166,60 @@ enum sroce_wr_opcode {
 	SROCE_WR_REG_MR			= 0x20,
 };
 
+/*
+ * The work request opcode table, as a bit per opcode (SROCE_WR_BIT): which
+ * QP types may post each opcode, and what it is. The provider checks a
+ * work request against it when it is posted (EINVAL), the kernel when it
+ * fetches a WQE from the ring (the WQE completes in error) and on its own
+ * post path; both derive every opcode rule from here.
+ */
+#define SROCE_WR_BIT(op)		(1ULL << (op))
+/* UD (and GSI): SENDs, one packet each. */
+#define SROCE_WR_UD_OPS		(SROCE_WR_BIT(SROCE_WR_SEND) |		\
+				 SROCE_WR_BIT(SROCE_WR_SEND_WITH_IMM))
+/* UC: SENDs and WRITEs (no opcode carries an invalidate), local operations. */
+#define SROCE_WR_UC_OPS		(SROCE_WR_UD_OPS |				\
+				 SROCE_WR_BIT(SROCE_WR_RDMA_WRITE) |		\
+				 SROCE_WR_BIT(SROCE_WR_RDMA_WRITE_WITH_IMM) |	\
+				 SROCE_WR_LOCAL_OPS)
+/* RC and XRC initiators: all of them. */
+#define SROCE_WR_RC_OPS		(SROCE_WR_UC_OPS |				\
+				 SROCE_WR_BIT(SROCE_WR_SEND_WITH_INV) |	\
+				 SROCE_WR_RD_ATOMIC_OPS |			\
+				 SROCE_WR_BIT(SROCE_WR_ATOMIC_WRITE))
+/* Executed where they are posted, without a packet. */
+#define SROCE_WR_LOCAL_OPS	(SROCE_WR_BIT(SROCE_WR_LOCAL_INV) |		\
+				 SROCE_WR_BIT(SROCE_WR_BIND_MW) |		\
+				 SROCE_WR_BIT(SROCE_WR_REG_MR))
+/* Only in the kernel's own rings (a user ring names no MR by index). */
+#define SROCE_WR_KERNEL_OPS	SROCE_WR_BIT(SROCE_WR_REG_MR)
+/* Atomics: 8 bytes at an 8-byte aligned remote address, the original back. */
+#define SROCE_WR_ATOMIC_OPS	(SROCE_WR_BIT(SROCE_WR_ATOMIC_CMP_AND_SWP) |	\
+				 SROCE_WR_BIT(SROCE_WR_ATOMIC_FETCH_AND_ADD))
+/* Complete with their response, and count against max_rd_atomic. */
+#define SROCE_WR_RD_ATOMIC_OPS	(SROCE_WR_BIT(SROCE_WR_RDMA_READ) |		\
+				 SROCE_WR_ATOMIC_OPS)
+/* Their local data may be inline (SROCE_SEND_INLINE). */
+#define SROCE_WR_INLINE_OPS	(SROCE_WR_UD_OPS |				\
+				 SROCE_WR_BIT(SROCE_WR_SEND_WITH_INV) |	\
+				 SROCE_WR_BIT(SROCE_WR_RDMA_WRITE) |		\
+				 SROCE_WR_BIT(SROCE_WR_RDMA_WRITE_WITH_IMM))
+/* Name remote memory (rkey, remote_addr). */
+#define SROCE_WR_RKEY_OPS	(SROCE_WR_BIT(SROCE_WR_RDMA_WRITE) |		\
+				 SROCE_WR_BIT(SROCE_WR_RDMA_WRITE_WITH_IMM) |	\
+				 SROCE_WR_RD_ATOMIC_OPS |			\
+				 SROCE_WR_BIT(SROCE_WR_ATOMIC_WRITE))
+/* Consume a receive WQE at the peer. */
+#define SROCE_WR_RECV_OPS	(SROCE_WR_UD_OPS |				\
+				 SROCE_WR_BIT(SROCE_WR_SEND_WITH_INV) |	\
+				 SROCE_WR_BIT(SROCE_WR_RDMA_WRITE_WITH_IMM))
+
+/* Is @op one of @ops (an opcode from the ring: any value)? */
+static inline int sroce_wr_in(__u32 op, __u64 ops)
+{
+	return op < 64 && ((ops >> op) & 1);
+}
+
 /* Send flags: the values of IBV_SEND_* (and IB_SEND_*). */
 #define SROCE_SEND_FENCE		(1U << 0)
 #define SROCE_SEND_SIGNALED		(1U << 1)

@@ -605,6 +605,26 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * The work requests the kernel-verbs post path encodes (no memory windows
+ * or ATOMIC_WRITE for kernel consumers): their IB_WR_* values go into the
+ * ring as they are, so they must be the ABI's.
+ */
+#define SROCE_KVERBS_WR_OPS						\
+	(SROCE_WR_RC_OPS & ~(SROCE_WR_BIT(SROCE_WR_BIND_MW) |		\
+			     SROCE_WR_BIT(SROCE_WR_ATOMIC_WRITE)))
+#define SROCE_SAME_WR(op) static_assert((int)IB_WR_##op == (int)SROCE_WR_##op)
+SROCE_SAME_WR(RDMA_WRITE);
+SROCE_SAME_WR(RDMA_WRITE_WITH_IMM);
+SROCE_SAME_WR(SEND);
+SROCE_SAME_WR(SEND_WITH_IMM);
+SROCE_SAME_WR(RDMA_READ);
+SROCE_SAME_WR(ATOMIC_CMP_AND_SWP);
+SROCE_SAME_WR(ATOMIC_FETCH_AND_ADD);
+SROCE_SAME_WR(LOCAL_INV);
+SROCE_SAME_WR(SEND_WITH_INV);
+SROCE_SAME_WR(REG_MR);
+
 /* Kernel verbs: write one send WR into the (unmapped) SQ ring. */
 static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 {
@@ -616,24 +636,9 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 		return -ENOMEM;
 	if (wr->num_sge > qp->max_send_sge)
 		return -EINVAL;
-	if (sroce_qp_is_ud(qp) && wr->opcode != IB_WR_SEND &&
-	    wr->opcode != IB_WR_SEND_WITH_IMM)
+	/* What this QP type may post (the ABI's table), that this path encodes. */
+	if (!sroce_wr_in(wr->opcode, sroce_qp_wr_ops(qp) & SROCE_KVERBS_WR_OPS))
 		return -EINVAL;
-	switch (wr->opcode) {
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-	case IB_WR_SEND:
-	case IB_WR_SEND_WITH_IMM:
-	case IB_WR_SEND_WITH_INV:
-	case IB_WR_RDMA_READ:
-	case IB_WR_ATOMIC_CMP_AND_SWP:
-	case IB_WR_ATOMIC_FETCH_AND_ADD:
-	case IB_WR_LOCAL_INV:
-	case IB_WR_REG_MR:
-		break;
-	default:
-		return -EINVAL;
-	}
 
 	w = sroce_queue_slot(&qp->sq, prod);
 	memset(w, 0, sizeof(*w));

@@ -226,14 +226,18 @@ static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
 /* READ and atomics: they complete with their response and use rd_atomic. */
 static inline bool sroce_wqe_is_rd_atomic(u8 op)
 {
-	return op == SROCE_WR_RDMA_READ || op == SROCE_WR_ATOMIC_CMP_AND_SWP ||
-	       op == SROCE_WR_ATOMIC_FETCH_AND_ADD;
+	return sroce_wr_in(op, SROCE_WR_RD_ATOMIC_OPS);
 }
 
 static inline bool sroce_wqe_is_atomic(u8 op)
 {
-	return op == SROCE_WR_ATOMIC_CMP_AND_SWP ||
-	       op == SROCE_WR_ATOMIC_FETCH_AND_ADD;
+	return sroce_wr_in(op, SROCE_WR_ATOMIC_OPS);
+}
+
+/* Work requests that execute locally, without packets. */
+static inline bool sroce_wqe_is_local(u8 op)
+{
+	return sroce_wr_in(op, SROCE_WR_LOCAL_OPS);
 }
 
 static inline void *sroce_sq_shadow(struct sroce_qp *qp, u32 idx)
@@ -245,6 +249,23 @@ static inline void *sroce_sq_shadow(struct sroce_qp *qp, u32 idx)
 static inline bool sroce_qp_is_ud(const struct sroce_qp *qp)
 {
 	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
+/* The work request opcodes this QP's type may post (include/sroce-abi.h). */
+static inline u64 sroce_qp_wr_ops(const struct sroce_qp *qp)
+{
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_XRC_INI:
+		return SROCE_WR_RC_OPS;
+	case IB_QPT_UC:
+		return SROCE_WR_UC_OPS;
+	case IB_QPT_UD:
+	case IB_QPT_GSI:
+		return SROCE_WR_UD_OPS;
+	default:
+		return 0;	/* an XRC target has no send queue */
+	}
 }
 
 /* XRC QPs: initiators only send, targets only respond. */

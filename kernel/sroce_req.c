@@ -34,13 +34,6 @@
 struct workqueue_struct *sroce_wq;
 struct workqueue_struct *sroce_pace_wq;
 
-/* Work requests that execute locally, without packets. */
-static bool sroce_wqe_is_local(u8 op)
-{
-	return op == SROCE_WR_LOCAL_INV || op == SROCE_WR_REG_MR ||
-	       op == SROCE_WR_BIND_MW;
-}
-
 u32 sroce_wqe_len(const struct sroce_send_wqe *w)
 {
 	const struct sroce_sge *sge = (const void *)(w + 1);
@@ -105,12 +98,22 @@ static bool sroce_req_fetch_one(struct sroce_qp *qp, u32 idx)
 	memcpy(w, &hdr, sizeof(hdr));
 	memcpy(dst + SROCE_SEND_WQE_HDR_SIZE, src + SROCE_SEND_WQE_HDR_SIZE,
 	       body);
+	/*
+	 * The opcode table (include/sroce-abi.h): what this QP type may post;
+	 * MRs by index only from the kernel's own rings; a READ's and an
+	 * atomic's local buffer is where data arrives, never inline; an
+	 * atomic's holds the 8-byte original value.
+	 */
+	if (!sroce_wr_in(w->opcode, sroce_qp_wr_ops(qp)) ||
+	    (qp->is_user && sroce_wr_in(w->opcode, SROCE_WR_KERNEL_OPS)) ||
+	    (w->flags & SROCE_SEND_INLINE &&
+	     sroce_wr_in(w->opcode, SROCE_WR_RD_ATOMIC_OPS)) ||
+	    (sroce_wr_in(w->opcode, SROCE_WR_ATOMIC_OPS) &&
+	     sroce_wqe_len(w) < 8))
+		return false;
 	if (sroce_qp_is_ud(qp)) {
 		struct sroce_ud_dest *d;
 
-		if (w->opcode != SROCE_WR_SEND &&
-		    w->opcode != SROCE_WR_SEND_WITH_IMM)
-			return false;
 		/*
 		 * The AH is resolved now, once: destroying it after the post
 		 * cannot change where this WQE goes.
@@ -122,43 +125,6 @@ static bool sroce_req_fetch_one(struct sroce_qp *qp, u32 idx)
 		/* IBTA: a Q_Key with the high bit set means the QP's own. */
 		d->qkey = w->remote_qkey & 0x80000000 ? qp->attr.qkey :
 			  w->remote_qkey;
-		return sroce_wqe_len(w) != U32_MAX;
-	}
-	/* UC: SEND and WRITE (with immediate) and the local operations. */
-	if (qp->ibqp.qp_type == IB_QPT_UC &&
-	    (sroce_wqe_is_rd_atomic(w->opcode) ||
-	     w->opcode == SROCE_WR_SEND_WITH_INV))
-		return false;
-	switch (w->opcode) {
-	case SROCE_WR_SEND:
-	case SROCE_WR_SEND_WITH_IMM:
-	case SROCE_WR_SEND_WITH_INV:
-	case SROCE_WR_RDMA_WRITE:
-	case SROCE_WR_RDMA_WRITE_WITH_IMM:
-		break;
-	case SROCE_WR_RDMA_READ:
-		if (w->flags & SROCE_SEND_INLINE)
-			return false;
-		break;
-	case SROCE_WR_ATOMIC_CMP_AND_SWP:
-	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
-		if (w->flags & SROCE_SEND_INLINE || sroce_wqe_len(w) < 8)
-			return false;
-		break;
-	case SROCE_WR_ATOMIC_WRITE:
-		if (qp->ibqp.qp_type == IB_QPT_UC)
-			return false;
-		break;
-	case SROCE_WR_LOCAL_INV:
-	case SROCE_WR_BIND_MW:
-		break;
-	case SROCE_WR_REG_MR:
-		/* Names an MR by index: only the kernel's own rings may. */
-		if (qp->is_user)
-			return false;
-		break;
-	default:
-		return false;
 	}
 	return sroce_wqe_len(w) != U32_MAX;
 }

@@ -2129,6 +2129,87 @@ static int kvt_error_path(struct kvt_test *t)
 	return 0;
 }
 
+/*
+ * A UC QP carries SENDs and WRITEs only (IBTA: UC has no READ, atomic or
+ * SEND with Invalidate opcodes): those are refused when they are posted,
+ * with the WR in bad_wr, while a SEND is taken (the QP is in the error
+ * state: it completes flushed, on a CQ of its own). rdma_rxe's post path
+ * is not ours to judge here: the check runs on sroce devices.
+ */
+static int kvt_uc_opcodes(struct kvt_test *t, struct kvt_side *s)
+{
+	static const enum ib_wr_opcode refused[] = {
+		IB_WR_RDMA_READ, IB_WR_ATOMIC_FETCH_AND_ADD, IB_WR_SEND_WITH_INV,
+	};
+	struct ib_qp_init_attr ia = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.qp_type = IB_QPT_UC,
+	};
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	const struct ib_send_wr *bad;
+	struct ib_send_wr wr = {};
+	struct ib_wc wc;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	unsigned int i;
+	int ret, n;
+
+	if (s->dev->ops.driver_id == RDMA_DRIVER_RXE)
+		return 0;
+	kvt_begin(t, "UC QP of %s: READ, atomics and SEND with Invalidate refused", s->name);
+	cq = ib_alloc_cq(s->dev, NULL, 8, 0, IB_POLL_DIRECT);
+	if (IS_ERR(cq))
+		return kvt_fail(t, "ib_alloc_cq on %s failed: %ld", s->devname, PTR_ERR(cq));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	qp = ib_create_qp(s->pd, &ia);
+	if (IS_ERR(qp)) {
+		ret = kvt_fail(t, "ib_create_qp(UC) on %s failed: %ld", s->devname, PTR_ERR(qp));
+		goto free_cq;
+	}
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE);
+	if (ret) {
+		ret = kvt_fail(t, "UC QP %u: RESET -> ERR failed: %d", qp->qp_num, ret);
+		goto destroy;
+	}
+	for (i = 0; i < ARRAY_SIZE(refused); i++) {
+		wr.opcode = refused[i];
+		wr.wr_id = i;
+		bad = NULL;
+		ret = ib_post_send(qp, &wr, &bad);
+		if (ret != -EINVAL || bad != &wr) {
+			ret = kvt_fail(t, "UC QP %u: opcode %d posted with %d (bad_wr %s), want -EINVAL",
+				       qp->qp_num, refused[i], ret,
+				       bad == &wr ? "the WR" : "not the WR");
+			goto destroy;
+		}
+	}
+	wr.opcode = IB_WR_SEND;
+	wr.wr_id = 100;
+	ret = ib_post_send(qp, &wr, &bad);
+	if (ret) {
+		ret = kvt_fail(t, "UC QP %u: a SEND posted with %d", qp->qp_num, ret);
+		goto destroy;
+	}
+	for (i = 0, n = 0; i < 1000 && !n; i++) {
+		n = ib_poll_cq(cq, 1, &wc);
+		if (!n)
+			usleep_range(1000, 2000);
+	}
+	if (n != 1 || wc.wr_id != 100 || wc.status != IB_WC_WR_FLUSH_ERR)
+		ret = kvt_fail(t, "UC QP %u: the SEND's completion: %d (wr_id %llu, status %d)",
+			       qp->qp_num, n, n == 1 ? wc.wr_id : 0ULL, n == 1 ? wc.status : 0);
+	else
+		ret = 0;
+destroy:
+	ib_destroy_qp(qp);
+free_cq:
+	ib_free_cq(cq);
+	return ret;
+}
+
 static int kvt_check_events(struct kvt_test *t)
 {
 	struct kvt_cq *cqs[4] = {
@@ -2305,6 +2386,10 @@ static int kvt_run(struct kvt_test *t)
 	ret = kvt_resolve(t, a, b);
 	if (!ret)
 		ret = kvt_resolve(t, b, a);
+	if (!ret)
+		ret = kvt_uc_opcodes(t, a);
+	if (!ret && b->dev != a->dev)
+		ret = kvt_uc_opcodes(t, b);
 	for (i = 0; !ret && i < t->nrounds; i++)
 		ret = kvt_round(t, modes[i]);
 out:

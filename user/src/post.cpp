@@ -48,26 +48,22 @@ void put_sges(unsigned char *dst, const struct ibv_sge *sg, size_t n) noexcept
 
 uint32_t allowed_opcodes(enum ibv_qp_type type) noexcept
 {
-	/* LOCAL_INV and BIND_MW: memory windows (type 2 and type 1). */
-	constexpr uint32_t uc =
-		op_bit(IBV_WR_RDMA_WRITE) | op_bit(IBV_WR_RDMA_WRITE_WITH_IMM) |
-		op_bit(IBV_WR_SEND) | op_bit(IBV_WR_SEND_WITH_IMM) |
-		op_bit(IBV_WR_SEND_WITH_INV) | op_bit(IBV_WR_LOCAL_INV) |
-		op_bit(IBV_WR_BIND_MW);
-	constexpr uint32_t rc =
-		uc | op_bit(IBV_WR_RDMA_READ) | atomic_opcodes |
-		(kAtomicWriteSupported ? op_bit(IBV_WR_ATOMIC_WRITE) : 0);
-	constexpr uint32_t ud =
-		op_bit(IBV_WR_SEND) | op_bit(IBV_WR_SEND_WITH_IMM);
+	/* The ABI's opcode table, without what only kernel QPs post. */
+	constexpr uint64_t user =
+		~uint64_t{SROCE_WR_KERNEL_OPS} &
+		~(kAtomicWriteSupported ? 0
+					: SROCE_WR_BIT(SROCE_WR_ATOMIC_WRITE));
+	static_assert(((SROCE_WR_RC_OPS & user) >> 32) == 0,
+		      "a user opcode does not fit op_bit()'s 32 bits");
 
 	switch (type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_XRC_SEND: /* XRC INI: RC's requests, to an XRC SRQ */
-		return rc;
+		return static_cast<uint32_t>(SROCE_WR_RC_OPS & user);
 	case IBV_QPT_UC:
-		return uc;
+		return static_cast<uint32_t>(SROCE_WR_UC_OPS & user);
 	case IBV_QPT_UD:
-		return ud;
+		return static_cast<uint32_t>(SROCE_WR_UD_OPS & user);
 	default:
 		return 0;
 	}

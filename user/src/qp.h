@@ -62,13 +62,17 @@ constexpr uint32_t op_bit(enum ibv_wr_opcode op) noexcept
 uint32_t allowed_opcodes(enum ibv_qp_type type) noexcept;
 /* The same as IBV_QP_EX_WITH_* bits, for create_qp_ex's send_ops_flags. */
 uint64_t allowed_send_ops(enum ibv_qp_type type) noexcept;
-/* Opcodes whose payload may be inline. */
+/* Opcodes whose payload may be inline, and the atomics (the ABI's table). */
 inline constexpr uint32_t inline_opcodes =
-	op_bit(IBV_WR_SEND) | op_bit(IBV_WR_SEND_WITH_IMM) |
-	op_bit(IBV_WR_SEND_WITH_INV) | op_bit(IBV_WR_RDMA_WRITE) |
-	op_bit(IBV_WR_RDMA_WRITE_WITH_IMM);
+	static_cast<uint32_t>(SROCE_WR_INLINE_OPS);
 inline constexpr uint32_t atomic_opcodes =
-	op_bit(IBV_WR_ATOMIC_CMP_AND_SWP) | op_bit(IBV_WR_ATOMIC_FETCH_AND_ADD);
+	static_cast<uint32_t>(SROCE_WR_ATOMIC_OPS);
+static_assert(inline_opcodes == SROCE_WR_INLINE_OPS &&
+	      atomic_opcodes == SROCE_WR_ATOMIC_OPS);
+static_assert(inline_opcodes ==
+	      (op_bit(IBV_WR_SEND) | op_bit(IBV_WR_SEND_WITH_IMM) |
+	       op_bit(IBV_WR_SEND_WITH_INV) | op_bit(IBV_WR_RDMA_WRITE) |
+	       op_bit(IBV_WR_RDMA_WRITE_WITH_IMM)));
 /* The local buffer of an atomic holds the 8-byte original value. */
 inline constexpr uint32_t atomic_len = 8;
 

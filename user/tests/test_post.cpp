@@ -363,14 +363,20 @@ TEST_F(PostSendUd, InlineSend)
 	EXPECT_EQ(f.sq.producer(), 1U);
 }
 
-TEST(PostSendUc, NoReadsOrAtomics)
+/*
+ * UC carries SENDs and WRITEs only: no READ, no atomics, and no SEND with
+ * Invalidate (the IBTA has no UC opcode for it; the kernel refused such a
+ * WQE only when it fetched it, completing it in error).
+ */
+TEST(PostSendUc, NoReadsAtomicsOrSendWithInvalidate)
 {
 	fake_qp f{IBV_QPT_UC, make_cap(8, 2, 64)};
 	ibv_sge sg{0x5000, 8, 9};
 	ibv_send_wr *bad = nullptr;
 
 	for (auto op : {IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP,
-			IBV_WR_ATOMIC_FETCH_AND_ADD}) {
+			IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_WRITE,
+			IBV_WR_SEND_WITH_INV}) {
 		ibv_send_wr wr = make_wr(op, 1, &sg, 1);
 		EXPECT_EQ(post_send(f.ibqp(), &wr, &bad), EINVAL) << op;
 		EXPECT_EQ(bad, &wr);
@@ -680,6 +686,8 @@ TEST(QpAttr, CreateQpExChecks)
 	a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
 	EXPECT_EQ(check_qp_init_attr(a), 0);
 	a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	EXPECT_EQ(check_qp_init_attr(a), EOPNOTSUPP);
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND_WITH_INV;
 	EXPECT_EQ(check_qp_init_attr(a), EOPNOTSUPP);
 
 	/* XRC INI: RC's operations (test_xrc.cpp). */

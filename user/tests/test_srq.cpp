@@ -669,7 +669,10 @@ TEST_F(SrqLifetime, KernelErrorOnResizeKeepsTheRing)
 /*
  * Posters, a consumer and a resizer at once. The provider holds the SRQ
  * lock across the whole resize, so a WQE is either in the old ring before
- * the kernel copies it, or in the new one: never lost, never twice.
+ * the kernel copies it, or in the new one: never lost, never twice. Each
+ * poster waits half way until a resize has succeeded, so that one does
+ * while they post however the threads are scheduled (on a loaded machine
+ * the posters could otherwise finish before the resizer first ran).
  */
 TEST_F(SrqLifetime, ResizeRacingPostersLosesNothing)
 {
@@ -686,6 +689,9 @@ TEST_F(SrqLifetime, ResizeRacingPostersLosesNothing)
 	for (int t = 0; t < posters; t++) {
 		threads.emplace_back([&, t] {
 			for (uint32_t i = 0; i < per_thread;) {
+				while (i == per_thread / 2 && !resizes.load() &&
+				       !errors.load())
+					std::this_thread::yield();
 				const uint64_t id =
 					(static_cast<uint64_t>(t) << 32) |
 					(uint64_t{i} + 1);
@@ -704,7 +710,8 @@ TEST_F(SrqLifetime, ResizeRacingPostersLosesNothing)
 	}
 	threads.emplace_back([&] {
 		const uint32_t sizes[] = {8, 64, 32, 16, 128};
-		for (int i = 0; done.load() < posters && i < 150; i++) {
+		/* Until the posters are done: they wait for a success. */
+		for (int i = 0; done.load() < posters; i++) {
 			ibv_srq_attr attr{};
 			attr.max_wr = sizes[i % 5];
 			const int r = modify_srq_using(fake_cmds, s, &attr,

@@ -2147,7 +2147,7 @@ static int kvt_uc_opcodes(struct kvt_test *t, struct kvt_side *s)
 		.sq_sig_type = IB_SIGNAL_ALL_WR,
 		.qp_type = IB_QPT_UC,
 	};
-	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct ib_qp_attr attr = {};
 	const struct ib_send_wr *bad;
 	struct ib_send_wr wr = {};
 	struct ib_wc wc;
@@ -2169,9 +2169,16 @@ static int kvt_uc_opcodes(struct kvt_test *t, struct kvt_side *s)
 		ret = kvt_fail(t, "ib_create_qp(UC) on %s failed: %ld", s->devname, PTR_ERR(qp));
 		goto free_cq;
 	}
-	ret = ib_modify_qp(qp, &attr, IB_QP_STATE);
+	attr.qp_state = IB_QPS_INIT;
+	attr.port_num = s->port;
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+			   IB_QP_ACCESS_FLAGS);
+	if (!ret) {
+		attr.qp_state = IB_QPS_ERR;
+		ret = ib_modify_qp(qp, &attr, IB_QP_STATE);
+	}
 	if (ret) {
-		ret = kvt_fail(t, "UC QP %u: RESET -> ERR failed: %d", qp->qp_num, ret);
+		ret = kvt_fail(t, "UC QP %u: RESET -> INIT -> ERR failed: %d", qp->qp_num, ret);
 		goto destroy;
 	}
 	for (i = 0; i < ARRAY_SIZE(refused); i++) {

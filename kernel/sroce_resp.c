@@ -30,8 +30,10 @@
 #include "proto/sroce_psn.h"
 #include "proto/sroce_range.h"
 
-/* We do not run end-to-end credits: advertise "invalid" (unlimited). */
-#define SROCE_CREDIT_INVALID	31
+/*
+ * We do not run end-to-end credits: ACKs advertise SROCE_CREDIT_INVALID
+ * (proto/sroce_aeth.h), "unlimited".
+ */
 
 /* Locks held by the caller (modify_qp to RESET). */
 void sroce_resp_reset(struct sroce_qp *qp)

@@ -25,6 +25,7 @@
 #include "proto/sroce_gbn.h"
 #include "proto/sroce_psn.h"
 #include "proto/sroce_udp.h"
+#include "proto/sroce_wr.h"
 
 /* Ask for an ACK at least this often inside long messages. */
 #define SROCE_ACKREQ_EVERY	64
@@ -204,41 +205,16 @@ static int sroce_req_local_op(struct sroce_qp *qp,
 /* ---------------------------------------------------------------------- */
 /* requester                                                              */
 
-static u8 sroce_req_opcode(u8 wr_op, bool first, bool last)
+/* The transport of a connected QP's requests (proto/sroce_wr.h). */
+static u8 sroce_req_transport(const struct sroce_qp *qp)
 {
-	switch (wr_op) {
-	case SROCE_WR_SEND:
-		return first ? (last ? SROCE_OP_RC_SEND_ONLY :
-				SROCE_OP_RC_SEND_FIRST) :
-			(last ? SROCE_OP_RC_SEND_LAST : SROCE_OP_RC_SEND_MIDDLE);
-	case SROCE_WR_SEND_WITH_IMM:
-		return first ? (last ? SROCE_OP_RC_SEND_ONLY_IMM :
-				SROCE_OP_RC_SEND_FIRST) :
-			(last ? SROCE_OP_RC_SEND_LAST_IMM :
-			 SROCE_OP_RC_SEND_MIDDLE);
-	case SROCE_WR_SEND_WITH_INV:
-		return first ? (last ? SROCE_OP_RC_SEND_ONLY_INV :
-				SROCE_OP_RC_SEND_FIRST) :
-			(last ? SROCE_OP_RC_SEND_LAST_INV :
-			 SROCE_OP_RC_SEND_MIDDLE);
-	case SROCE_WR_RDMA_WRITE:
-		return first ? (last ? SROCE_OP_RC_WRITE_ONLY :
-				SROCE_OP_RC_WRITE_FIRST) :
-			(last ? SROCE_OP_RC_WRITE_LAST :
-			 SROCE_OP_RC_WRITE_MIDDLE);
-	case SROCE_WR_RDMA_WRITE_WITH_IMM:
-		return first ? (last ? SROCE_OP_RC_WRITE_ONLY_IMM :
-				SROCE_OP_RC_WRITE_FIRST) :
-			(last ? SROCE_OP_RC_WRITE_LAST_IMM :
-			 SROCE_OP_RC_WRITE_MIDDLE);
-	case SROCE_WR_RDMA_READ:
-		return SROCE_OP_RC_READ_REQ;
-	case SROCE_WR_ATOMIC_CMP_AND_SWP:
-		return SROCE_OP_RC_CMP_SWAP;
-	case SROCE_WR_ATOMIC_WRITE:
-		return SROCE_OP_RC_ATOMIC_WRITE;
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_UC:
+		return SROCE_TRANSPORT_UC;
+	case IB_QPT_XRC_INI:
+		return SROCE_TRANSPORT_XRC;
 	default:
-		return SROCE_OP_RC_FETCH_ADD;
+		return SROCE_TRANSPORT_RC;
 	}
 }
 
@@ -296,6 +272,20 @@ static void sroce_req_ud_route(struct sroce_qp *qp,
 }
 
 /*
+ * Retire what the completer can after the requester changed a WQE's state,
+ * and drop the SQ lock; a failed completion fails the QP.
+ */
+static void sroce_req_retire_unlock(struct sroce_qp *qp)
+	__releases(&qp->sq_lock)
+{
+	bool err = sroce_comp_retire(qp);
+
+	spin_unlock_bh(&qp->sq_lock);
+	if (err)
+		sroce_req_fail(qp);
+}
+
+/*
  * UD: one WQE is one packet, complete once it is handed to the IP stack
  * (unreliable: a packet dropped later is not the sender's error).
  */
@@ -306,9 +296,8 @@ static int sroce_req_ud_one(struct sroce_qp *qp)
 	struct sroce_ud_dest dest;
 	struct sroce_send_wqe *w;
 	struct sroce_wqe_st *st;
-	int status = IB_WC_SUCCESS;
+	int status = IB_WC_SUCCESS, op;
 	u32 idx, len, mtu;
-	bool err;
 
 	spin_lock_bh(&qp->sq_lock);
 	if (READ_ONCE(qp->state) != IB_QPS_RTS) {
@@ -330,10 +319,7 @@ static int sroce_req_ud_one(struct sroce_qp *qp)
 	qp->req.cur++;
 	if (st->state == SROCE_WQE_DONE) {
 		/* Failed validation at fetch. */
-		err = sroce_comp_retire(qp);
-		spin_unlock_bh(&qp->sq_lock);
-		if (err)
-			sroce_req_fail(qp);
+		sroce_req_retire_unlock(qp);
 		return 1;
 	}
 	dest = qp->ud_dest[idx & (qp->sq.num_slots - 1)];
@@ -349,8 +335,13 @@ static int sroce_req_ud_one(struct sroce_qp *qp)
 		status = IB_WC_LOC_LEN_ERR;
 		goto done;
 	}
-	pkt->bth.opcode = w->opcode == SROCE_WR_SEND_WITH_IMM ?
-			  SROCE_OP_UD_SEND_ONLY_IMM : SROCE_OP_UD_SEND_ONLY;
+	op = sroce_wr_wire_opcode(SROCE_TRANSPORT_UD, w->opcode, true, true);
+	if (WARN_ON_ONCE(op < 0)) {
+		/* sroce_req_fetch_one() let through what UD cannot send. */
+		status = IB_WC_LOC_QP_OP_ERR;
+		goto done;
+	}
+	pkt->bth.opcode = op;
 	pkt->bth.pkey = SROCE_DEFAULT_PKEY;
 	pkt->bth.dqpn = dest.dqpn;
 	pkt->bth.se = !!(w->flags & SROCE_SEND_SOLICITED);
@@ -380,10 +371,7 @@ done:
 		st->state = SROCE_WQE_DONE;
 		st->status = status;
 	}
-	err = sroce_comp_retire(qp);
-	spin_unlock_bh(&qp->sq_lock);
-	if (err)
-		sroce_req_fail(qp);
+	sroce_req_retire_unlock(qp);
 	return 1;
 }
 
@@ -404,14 +392,226 @@ u32 sroce_wire_len(const struct sroce_qp *qp, const struct sroce_pkt *pkt)
 	       SROCE_ICRC_LEN;
 }
 
+/* The packet sroce_req_one() sends: where it is in its WQE's message. */
+struct sroce_req_pos {
+	u32 idx;	/* the WQE's index */
+	u32 len;	/* the message's length */
+	u32 off;	/* this packet's offset in it */
+	u32 plen;	/* this packet's payload */
+	u32 npsn;	/* the message's PSNs */
+	bool first, last, uc;
+};
+
+/*
+ * Whether WQE @w at @idx must wait before its next packet: the go-back-N
+ * window is full, a fence waits for the WQEs before it, or the READs and
+ * atomics in flight are at the limit the responder grants (SQ lock held).
+ */
+static bool sroce_req_must_wait(struct sroce_qp *qp,
+				const struct sroce_send_wqe *w, u32 idx, bool uc)
+{
+	/*
+	 * The window. A resumed READ is exempt: its request is one packet,
+	 * and its own responses received so far sit between comp.psn (still
+	 * at its first PSN) and req.psn.
+	 */
+	if (!uc && !(w->opcode == SROCE_WR_RDMA_READ && qp->req.offset) &&
+	    sroce_psn_diff(qp->req.psn, qp->comp.psn) >= (s32)qp->comp.window)
+		return true;
+	if ((w->flags & SROCE_SEND_FENCE) && qp->comp.idx != idx &&
+	    qp->req.offset == 0)
+		return true;
+	return sroce_wqe_is_rd_atomic(w->opcode) && qp->req.offset == 0 &&
+	       qp->req.rd_atomic >= max_t(u32, qp->attr.max_rd_atomic, 1);
+}
+
+/*
+ * Build the headers of the next packet of WQE @w at @pos->off, and record
+ * its message's PSNs when it is the first (SQ lock held). Returns false if
+ * the WQE has no such packet on this QP.
+ */
+static bool sroce_req_build(struct sroce_qp *qp, const struct sroce_send_wqe *w,
+			    struct sroce_wqe_st *st, struct sroce_req_pos *pos,
+			    struct sroce_pkt *pkt)
+{
+	int op;
+
+	pos->len = sroce_wqe_len(w);
+	pos->off = qp->req.offset;
+	pos->first = pos->off == 0;
+	if (sroce_wqe_is_rd_atomic(w->opcode)) {
+		pos->plen = 0;
+		pos->last = true;
+	} else {
+		pos->plen = min(pos->len - pos->off, qp->mtu);
+		pos->last = pos->off + pos->plen >= pos->len;
+	}
+	pos->npsn = sroce_wqe_npsn(qp, w);
+
+	op = sroce_wr_wire_opcode(sroce_req_transport(qp), w->opcode,
+				  pos->first, pos->last);
+	if (WARN_ON_ONCE(op < 0))
+		return false;
+	pkt->bth.opcode = op;
+	/* XRC: to the SRQ the WQE names. */
+	if (qp->ibqp.qp_type == IB_QPT_XRC_INI)
+		pkt->xrc_srqn = w->remote_qpn & SROCE_QPN_MASK;
+	pkt->bth.pkey = SROCE_DEFAULT_PKEY;
+	pkt->bth.dqpn = qp->attr.dest_qp_num;
+	pkt->bth.psn = qp->req.psn;
+	pkt->bth.se = pos->last && (w->flags & SROCE_SEND_SOLICITED);
+	if (pos->first) {
+		st->started = 1;
+		st->psn_valid = 1;
+		st->first_psn = qp->req.psn;
+		st->last_psn = sroce_psn_add(qp->req.psn, pos->npsn - 1);
+		st->resid = pos->len;
+	}
+	/*
+	 * A paced QP asks for an ACK on every packet: its packets are spread
+	 * out, and one left unacknowledged while the requester waits for
+	 * its turn would run into the ACK timeout.
+	 */
+	pkt->bth.ack_req = !pos->uc &&
+			   (READ_ONCE(qp->cc.limited) ||
+			    sroce_gbn_ack_req(qp->req.psn, st->first_psn,
+					      qp->comp.psn, qp->comp.window,
+					      SROCE_ACKREQ_EVERY, pos->last));
+	pkt->payload_len = pos->plen;
+	switch (w->opcode) {
+	case SROCE_WR_RDMA_WRITE:
+	case SROCE_WR_RDMA_WRITE_WITH_IMM:
+	case SROCE_WR_ATOMIC_WRITE:
+		pkt->reth.va = w->remote_addr;
+		pkt->reth.rkey = w->rkey;
+		pkt->reth.len = pos->len;
+		break;
+	case SROCE_WR_RDMA_READ:
+		/*
+		 * A READ resumed at its first missing response asks for the
+		 * rest only: address and length move with the PSN (IBTA
+		 * C9-106; rdma_rxe answers from this RETH).
+		 */
+		pkt->reth.va = w->remote_addr + pos->off;
+		pkt->reth.rkey = w->rkey;
+		pkt->reth.len = pos->len - pos->off;
+		break;
+	case SROCE_WR_ATOMIC_CMP_AND_SWP:
+	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
+		pkt->atomic.va = w->remote_addr;
+		pkt->atomic.rkey = w->rkey;
+		pkt->atomic.swap_add = w->opcode == SROCE_WR_ATOMIC_CMP_AND_SWP ?
+				       w->swap : w->compare_add;
+		pkt->atomic.compare = w->compare_add;
+		break;
+	default:
+		break;
+	}
+	pkt->imm = be32_to_cpu((__force __be32)w->imm_or_inv);
+	pkt->ieth_rkey = w->imm_or_inv;
+	return true;
+}
+
+/*
+ * Move the requester past the packet just built, before the SQ lock is
+ * dropped (a rewind meanwhile just resends it): the next PSN and offset,
+ * the WQE sent (done, on UC) after its last packet, the retransmission
+ * count, DCQCN's byte count and the ACK timeout.
+ */
+static void sroce_req_advance(struct sroce_qp *qp,
+			      const struct sroce_send_wqe *w,
+			      struct sroce_wqe_st *st,
+			      const struct sroce_req_pos *pos,
+			      const struct sroce_pkt *pkt)
+{
+	if (pos->last) {
+		qp->req.psn = sroce_psn_add(st->first_psn, pos->npsn);
+		qp->req.offset = 0;
+		qp->req.cur++;
+		/* UC is unacknowledged: sent is done. */
+		st->state = pos->uc ? SROCE_WQE_DONE : SROCE_WQE_SENT;
+		if (sroce_wqe_is_rd_atomic(w->opcode))
+			qp->req.rd_atomic++;
+	} else {
+		qp->req.psn = sroce_psn_add(qp->req.psn, 1);
+		qp->req.offset += pos->plen;
+	}
+	/* Below the highest PSN ever sent: this packet is a retransmission. */
+	if (!pos->uc && sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0)
+		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_PKTS);
+	if (sroce_psn_diff(qp->req.psn, qp->req.psn_hi) > 0)
+		qp->req.psn_hi = qp->req.psn;
+	sroce_cc_sent(qp, pos->plen, sroce_wire_len(qp, pkt));
+	/*
+	 * The ACK timeout runs from the newest packet that asks for an
+	 * ACK: timing from the oldest would fire in the middle of a long,
+	 * healthy burst on a slow host. A lost packet before it still gets
+	 * a sequence NAK from the responder.
+	 */
+	if (!pos->uc &&
+	    (pkt->bth.ack_req || !timer_pending(&qp->comp.retrans_timer)))
+		sroce_comp_arm_retrans(qp);
+}
+
+/*
+ * Fill the packet's payload from the WQE's memory and send it, outside the
+ * SQ lock, the WQE's shadow slot held busy (sroce_req_fetch() leaves it
+ * alone). Returns what sroce_req_one() returns.
+ */
+static int sroce_req_send(struct sroce_qp *qp, const struct sroce_send_wqe *w,
+			  struct sroce_wqe_st *st,
+			  const struct sroce_req_pos *pos,
+			  struct sroce_txpkt *tp)
+{
+	int status = 0;
+
+	if (sroce_tx_alloc(qp, tp, GFP_KERNEL)) {
+		/* Pairs with sroce_req_fetch()'s smp_load_acquire(). */
+		smp_store_release(&qp->req.busy, false);
+		/* Like a lost packet: the retransmit timer recovers. */
+		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);
+		return 0;
+	}
+	if (w->opcode == SROCE_WR_ATOMIC_WRITE) {
+		if (pos->plen >= SROCE_ATOMIC_WRITE_LEN)
+			memcpy(tp->payload, &w->compare_add,
+			       SROCE_ATOMIC_WRITE_LEN);
+	} else if (pos->plen) {
+		status = sroce_wqe_data(qp, w, pos->off, tp->payload, pos->plen,
+					SROCE_FROM_MR, 0);
+	}
+	/*
+	 * Done with the shadow slot: a fetch may refill it. Pairs with
+	 * sroce_req_fetch()'s smp_load_acquire().
+	 */
+	smp_store_release(&qp->req.busy, false);
+	if (status) {
+		sroce_tx_free(tp);
+		sroce_req_local_error(qp, pos->idx, status);
+		return 1;
+	}
+	sroce_tx_send(qp, tp);
+	if (pos->uc && pos->last) {
+		spin_lock_bh(&qp->sq_lock);
+		if ((s32)(pos->idx - qp->comp.idx) >= 0 &&
+		    st->state == SROCE_WQE_DONE && st->status == IB_WC_SUCCESS)
+			qp->comp.psn = qp->req.psn;
+		sroce_req_retire_unlock(qp);
+	}
+	return 1;
+}
+
+/*
+ * Send one packet of the connected QP's send queue (UD: sroce_req_ud_one()).
+ * Returns 1 if a packet went out (or a WQE was handled) and the requester
+ * should go on, 0 if there is nothing to do now.
+ */
 static int sroce_req_one(struct sroce_qp *qp)
 {
 	struct sroce_txpkt tp = {};
-	struct sroce_pkt *pkt = &tp.pkt;
+	struct sroce_req_pos pos = {};
 	struct sroce_send_wqe *w;
 	struct sroce_wqe_st *st;
-	u32 idx, len, off, plen, npsn;
-	bool first, last, uc;
 	int status;
 
 	if (sroce_qp_is_ud(qp))
@@ -429,214 +629,50 @@ static int sroce_req_one(struct sroce_qp *qp)
 		sroce_qp_fatal(qp);
 		return 0;
 	}
-	/* Skip WQEs that failed validation: completing them fails the QP. */
-	idx = qp->req.cur;
-	if (idx == qp->req.fetched) {
+	pos.idx = qp->req.cur;
+	if (pos.idx == qp->req.fetched) {
 		spin_unlock_bh(&qp->sq_lock);
 		return 0;
 	}
-	st = sroce_wst(qp, idx);
-	w = sroce_sq_shadow(qp, idx);
+	st = sroce_wst(qp, pos.idx);
+	w = sroce_sq_shadow(qp, pos.idx);
+	/* Skip WQEs that failed validation: completing them fails the QP. */
 	if (st->state == SROCE_WQE_DONE) {
-		bool err;
-
 		qp->req.cur++;
-		err = sroce_comp_retire(qp);
-		spin_unlock_bh(&qp->sq_lock);
-		if (err)
-			sroce_req_fail(qp);
+		sroce_req_retire_unlock(qp);
 		return 1;
 	}
-	uc = qp->ibqp.qp_type == IB_QPT_UC;
-	/*
-	 * The window. A resumed READ is exempt: its request is one packet,
-	 * and its own responses received so far sit between comp.psn (still
-	 * at its first PSN) and req.psn.
-	 */
-	if (!uc && !(w->opcode == SROCE_WR_RDMA_READ && qp->req.offset) &&
-	    sroce_psn_diff(qp->req.psn, qp->comp.psn) >= (s32)qp->comp.window) {
-		spin_unlock_bh(&qp->sq_lock);
-		return 0;
-	}
-	if ((w->flags & SROCE_SEND_FENCE) && qp->comp.idx != idx &&
-	    qp->req.offset == 0) {
-		spin_unlock_bh(&qp->sq_lock);
-		return 0;
-	}
-	if (sroce_wqe_is_rd_atomic(w->opcode) && qp->req.offset == 0 &&
-	    qp->req.rd_atomic >= max_t(u32, qp->attr.max_rd_atomic, 1)) {
+	pos.uc = qp->ibqp.qp_type == IB_QPT_UC;
+	if (sroce_req_must_wait(qp, w, pos.idx, pos.uc)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return 0;
 	}
 	if (sroce_wqe_is_local(w->opcode)) {
 		/* Executes once, in order; a rewind skips it as DONE. */
-		bool err;
-
 		status = sroce_req_local_op(qp, w);
 		st->state = SROCE_WQE_DONE;
 		st->status = status ? status : IB_WC_SUCCESS;
 		qp->req.cur++;
-		err = sroce_comp_retire(qp);
-		spin_unlock_bh(&qp->sq_lock);
-		if (err)
-			sroce_req_fail(qp);
+		sroce_req_retire_unlock(qp);
 		return 1;
 	}
-
 	/* DCQCN: a rate-limited QP sends when its pacer says so. */
 	if (unlikely(READ_ONCE(qp->cc.limited)) &&
 	    sroce_cc_pace_wait_slow(qp)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return 0;
 	}
-
-	len = sroce_wqe_len(w);
-	off = qp->req.offset;
-	first = off == 0;
-	if (sroce_wqe_is_rd_atomic(w->opcode)) {
-		plen = 0;
-		last = true;
-	} else {
-		plen = min(len - off, qp->mtu);
-		last = off + plen >= len;
-	}
-	npsn = sroce_wqe_npsn(qp, w);
-
-	pkt->bth.opcode = sroce_req_opcode(w->opcode, first, last);
-	/* UC opcodes are the RC SEND/WRITE ones in the UC range. */
-	if (uc)
-		pkt->bth.opcode |= SROCE_OP_UC_SEND_FIRST;
-	/* XRC: RC's in the XRC range, to the SRQ the WQE names. */
-	if (qp->ibqp.qp_type == IB_QPT_XRC_INI) {
-		pkt->bth.opcode |= SROCE_TRANSPORT_XRC;
-		pkt->xrc_srqn = w->remote_qpn & SROCE_QPN_MASK;
-	}
-	pkt->bth.pkey = SROCE_DEFAULT_PKEY;
-	pkt->bth.dqpn = qp->attr.dest_qp_num;
-	pkt->bth.psn = qp->req.psn;
-	pkt->bth.se = last && (w->flags & SROCE_SEND_SOLICITED);
-	/*
-	 * A paced QP asks for an ACK on every packet: its packets are spread
-	 * out, and one left unacknowledged while the requester waits for
-	 * its turn would run into the ACK timeout.
-	 */
-	if (first) {
-		st->started = 1;
-		st->psn_valid = 1;
-		st->first_psn = qp->req.psn;
-		st->last_psn = sroce_psn_add(qp->req.psn, npsn - 1);
-		st->resid = len;
-	}
-	pkt->bth.ack_req = !uc &&
-			   (READ_ONCE(qp->cc.limited) ||
-			    sroce_gbn_ack_req(qp->req.psn, st->first_psn,
-					      qp->comp.psn, qp->comp.window,
-					      SROCE_ACKREQ_EVERY, last));
-	pkt->payload_len = plen;
-	switch (w->opcode) {
-	case SROCE_WR_RDMA_WRITE:
-	case SROCE_WR_RDMA_WRITE_WITH_IMM:
-	case SROCE_WR_ATOMIC_WRITE:
-		pkt->reth.va = w->remote_addr;
-		pkt->reth.rkey = w->rkey;
-		pkt->reth.len = len;
-		break;
-	case SROCE_WR_RDMA_READ:
-		/*
-		 * A READ resumed at its first missing response asks for the
-		 * rest only: address and length move with the PSN (IBTA
-		 * C9-106; rdma_rxe answers from this RETH).
-		 */
-		pkt->reth.va = w->remote_addr + off;
-		pkt->reth.rkey = w->rkey;
-		pkt->reth.len = len - off;
-		break;
-	case SROCE_WR_ATOMIC_CMP_AND_SWP:
-	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
-		pkt->atomic.va = w->remote_addr;
-		pkt->atomic.rkey = w->rkey;
-		pkt->atomic.swap_add = w->opcode == SROCE_WR_ATOMIC_CMP_AND_SWP ?
-				       w->swap : w->compare_add;
-		pkt->atomic.compare = w->compare_add;
-		break;
-	default:
-		break;
-	}
-	pkt->imm = be32_to_cpu((__force __be32)w->imm_or_inv);
-	pkt->ieth_rkey = w->imm_or_inv;
-
-	/* Advance before unlocking; a rewind meanwhile just resends. */
-	if (last) {
-		qp->req.psn = sroce_psn_add(st->first_psn, npsn);
-		qp->req.offset = 0;
-		qp->req.cur++;
-		/* UC is unacknowledged: sent is done. */
-		st->state = uc ? SROCE_WQE_DONE : SROCE_WQE_SENT;
-		if (sroce_wqe_is_rd_atomic(w->opcode))
-			qp->req.rd_atomic++;
-	} else {
-		qp->req.psn = sroce_psn_add(qp->req.psn, 1);
-		qp->req.offset += plen;
-	}
-	/* Below the highest PSN ever sent: this packet is a retransmission. */
-	if (!uc && sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0)
-		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_PKTS);
-	if (sroce_psn_diff(qp->req.psn, qp->req.psn_hi) > 0)
-		qp->req.psn_hi = qp->req.psn;
-	sroce_cc_sent(qp, plen, sroce_wire_len(qp, pkt));
-	/*
-	 * The ACK timeout runs from the newest packet that asks for an
-	 * ACK: timing from the oldest would fire in the middle of a long,
-	 * healthy burst on a slow host. A lost packet before it still gets
-	 * a sequence NAK from the responder.
-	 */
-	if (!uc &&
-	    (pkt->bth.ack_req || !timer_pending(&qp->comp.retrans_timer)))
-		sroce_comp_arm_retrans(qp);
-	qp->req.busy_idx = idx;
-	qp->req.busy = true;
-	spin_unlock_bh(&qp->sq_lock);
-
-	if (sroce_tx_alloc(qp, &tp, GFP_KERNEL)) {
-		/* Pairs with sroce_req_fetch()'s smp_load_acquire(). */
-		smp_store_release(&qp->req.busy, false);
-		/* Like a lost packet: the retransmit timer recovers. */
-		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);
+	if (!sroce_req_build(qp, w, st, &pos, &tp.pkt)) {
+		/* sroce_req_fetch_one() let through what the QP cannot send. */
+		spin_unlock_bh(&qp->sq_lock);
+		sroce_qp_fatal(qp);
 		return 0;
 	}
-	status = 0;
-	if (w->opcode == SROCE_WR_ATOMIC_WRITE) {
-		if (plen >= SROCE_ATOMIC_WRITE_LEN)
-			memcpy(tp.payload, &w->compare_add,
-			       SROCE_ATOMIC_WRITE_LEN);
-	} else if (plen) {
-		status = sroce_wqe_data(qp, w, off, tp.payload, plen,
-					SROCE_FROM_MR, 0);
-	}
-	/*
-	 * Done with the shadow slot: a fetch may refill it. Pairs with
-	 * sroce_req_fetch()'s smp_load_acquire().
-	 */
-	smp_store_release(&qp->req.busy, false);
-	if (status) {
-		sroce_tx_free(&tp);
-		sroce_req_local_error(qp, idx, status);
-		return 1;
-	}
-	sroce_tx_send(qp, &tp);
-	if (uc && last) {
-		bool err;
-
-		spin_lock_bh(&qp->sq_lock);
-		if ((s32)(idx - qp->comp.idx) >= 0 &&
-		    st->state == SROCE_WQE_DONE && st->status == IB_WC_SUCCESS)
-			qp->comp.psn = qp->req.psn;
-		err = sroce_comp_retire(qp);
-		spin_unlock_bh(&qp->sq_lock);
-		if (err)
-			sroce_req_fail(qp);
-	}
-	return 1;
+	sroce_req_advance(qp, w, st, &pos, &tp.pkt);
+	qp->req.busy_idx = pos.idx;
+	qp->req.busy = true;
+	spin_unlock_bh(&qp->sq_lock);
+	return sroce_req_send(qp, w, st, &pos, &tp);
 }
 
 static bool sroce_req_process(struct sroce_qp *qp)

@@ -389,3 +389,47 @@ sr_rxe_use() {
 	modprobe rdma_rxe 2>/dev/null || return 1
 	defer_quiet modprobe -r rdma_rxe
 }
+
+# sr_capture_start NS IFACE PCAP: capture RoCE (UDP 4791) on IFACE in NS ("-":
+# this namespace) into PCAP with dumpcap, in the background, at most 600 s;
+# waits (up to 60 s: dumpcap starts slowly under TCG) until it captures.
+# Sets SR_CAPTURE_PID. Returns 1 (and logs why) if it did not start.
+#
+# Stop it with sr_capture_stop, which sends SIGTERM: a background job of a
+# non-interactive shell starts with SIGINT ignored, and one that has not yet
+# installed its own handler would lose a SIGINT and capture until killed.
+sr_capture_start() {
+	local ns=$1 ifc=$2 pcap=$3
+	SR_CAPTURE_LOG=$pcap.log
+	local -a cmd=(timeout -k 5 600 dumpcap -q -i "$ifc" -f "udp port $SR_PORT" -w "$pcap")
+	# Not through ns_exec: the PID must be timeout(1)'s (ip netns exec
+	# execs it), not a subshell's that a signal would leave it behind.
+	[[ "$ns" == - ]] || cmd=(ip netns exec "$ns" "${cmd[@]}")
+	"${cmd[@]}" >"$SR_CAPTURE_LOG" 2>&1 &
+	SR_CAPTURE_PID=$!
+	if ! wait_for "grep -q 'Capturing on' $SR_CAPTURE_LOG" 60; then
+		log "  (dumpcap did not start capturing within 60 s: $(tail -n 2 "$SR_CAPTURE_LOG" | xargs))"
+		sr_capture_stop
+		return 1
+	fi
+}
+
+# sr_capture_stop: end sr_capture_start's dumpcap (SIGTERM, then SIGKILL
+# after 10 s) and reap it; bounded whatever state it is in.
+sr_capture_stop() {
+	local pid=${SR_CAPTURE_PID:-} i
+	[[ -n "$pid" ]] || return 0
+	SR_CAPTURE_PID=''
+	# timeout(1) passes SIGTERM on to dumpcap.
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		log "  (dumpcap did not end within 10 s of SIGTERM: killed)"
+		pkill -KILL -P "$pid" 2>/dev/null || true
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+}

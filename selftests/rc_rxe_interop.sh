@@ -28,7 +28,7 @@
 # IBV_WC_WITH_INV (1 << 3). rc_integrity --rxe-side b accepts that bit for
 # the flag on the rxe side (and says so); the invalidated R_Key and the
 # window's state are checked as on sroce.
-# When a run fails it is repeated under tshark on the veth, and the pcap and
+# When a run fails it is repeated under dumpcap on the veth, and the pcap and
 # the dissector's view of it are kept (in the VM's output directory when
 # there is one: build/vm/runs/<run>/rc_rxe_interop-<tag>.pcap).
 SR_TAG=ix
@@ -106,6 +106,15 @@ stat_of() { # stat_of COUNTER: sroce device's counter
 	ns_exec "$ns" rdma statistic show link "$dev/1" -j | jq -r ".[0].$1"
 }
 
+# counters: both devices' non-zero counters, one line (a failed run's report)
+counters() {
+	local j
+	j='.[0] | to_entries | map(select((.value | type) == "number" and .value != 0 and .key != "port" and .key != "ifindex") |
+		"\(.key) \(.value)") | join(" ")'
+	echo "sroce: $(ns_exec "$ns" rdma statistic show link "$dev/1" -j | jq -r "$j");" \
+		"rxe: $(rdma statistic show link "$rxe/1" -j | jq -r "$j")"
+}
+
 # untrapped CMD...: for servers started with &: a failing server is
 # reported by whoever waits for it, not by lib.sh's ERR trap in its subshell.
 untrapped() {
@@ -154,7 +163,7 @@ exchange() {
 # run TAG SERVER CLIENT GIDFLAG VERIFY CMD...: exchange, and on failure show
 # everything and repeat it once under tshark.
 run() {
-	local tag=$1 t0=$SECONDS first_why pcap cap attempt
+	local tag=$1 t0=$SECONDS first_why pcap attempt
 	log "--- $tag"
 	# perftest converts cycles to time with a clock rate it samples at
 	# start-up; under TCG on a busy host that can fail ("Correlation
@@ -188,18 +197,19 @@ run() {
 	sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
 	log "  kernel log since the start of the test:"
 	sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
-	command -v tshark >/dev/null || { log "  (no tshark: no capture)"; return 0; }
+	log "  counters: $(counters)"
+	if ! command -v dumpcap >/dev/null || ! command -v tshark >/dev/null; then
+		log "  (no dumpcap/tshark: no capture)"
+		return 0
+	fi
 	pcap=$pcap_dir/rc_rxe_interop-$tag.pcap
-	log "  repeating $tag under tshark -i $vr -> $pcap"
-	tshark -q -i "$vr" -f "udp port 4791" -w "$pcap" >"$tmp/tshark.log" 2>&1 &
-	cap=$!
-	# dumpcap takes seconds to start under TCG: wait until it captures.
-	wait_for "grep -q 'Capturing on' $tmp/tshark.log" 30 || log "  (tshark did not say it was capturing)"
+	log "  repeating $tag under dumpcap -i $vr -> $pcap"
+	sr_capture_start - "$vr" "$pcap" || true
 	exchange "$@"
 	sleep 1
-	kill -INT "$cap" 2>/dev/null || true
-	wait "$cap" 2>/dev/null || true
+	sr_capture_stop
 	log "  repeat: ${why:-passed this time (first failure: $first_why)}"
+	log "  counters: $(counters)"
 	log "  dissector's view (first 40 packets):"
 	tshark -r "$pcap" -d udp.port==4791,infiniband 2>&1 | head -n 40 | sed 's/^/  pcap| /'
 	log "  first RoCE packet from sroce ($ips), in full:"

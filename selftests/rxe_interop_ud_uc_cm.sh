@@ -23,7 +23,7 @@
 # packets as the run implies through both devices (sent_pkts and rcvd_pkts
 # deltas of the sroce device and of the rxe device), with no ICRC error,
 # malformed packet or bad opcode counted by sroce.
-# When a run fails it is repeated once under tshark on the veth and the pcap
+# When a run fails it is repeated once under dumpcap on the veth and the pcap
 # is kept (build/vm/runs/<run>/rxe_interop_ud_uc_cm-<tag>.pcap when the VM's
 # output share is mounted).
 #
@@ -179,7 +179,7 @@ exchange() {
 # then VERIFY SRVFILE CLIFILE (prints what is wrong) and the packet counts;
 # on failure show everything and repeat it once under tshark.
 run() {
-	local tag=$1 min=$2 verify=$3 t0=$SECONDS first_why pcap cap k
+	local tag=$1 min=$2 verify=$3 t0=$SECONDS first_why pcap k
 	shift 3
 	log "--- $tag"
 	exchange "$tag" "$@"
@@ -211,19 +211,18 @@ run() {
 	grep -v 'provider registered' "$tmp/$tag.cli.err" 2>/dev/null | tail -n 20 | sed 's/^/  client stderr| /' || true
 	log "  kernel log since the start of the test:"
 	sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
-	command -v tshark >/dev/null || { log "  (no tshark: no capture)"; return 0; }
+	if ! command -v dumpcap >/dev/null || ! command -v tshark >/dev/null; then
+		log "  (no dumpcap/tshark: no capture)"
+		return 0
+	fi
 	pcap=$pcap_dir/rxe_interop_ud_uc_cm-$tag.pcap
-	log "  repeating $tag under tshark -i $vr -> $pcap"
-	tshark -q -i "$vr" -f "udp port 4791" -w "$pcap" >"$tmp/tshark.log" 2>&1 &
-	cap=$!
-	# dumpcap takes seconds to start under TCG: wait until it captures.
-	wait_for "grep -q 'Capturing on' $tmp/tshark.log" 30 || log "  (tshark did not say it was capturing)"
+	log "  repeating $tag under dumpcap -i $vr -> $pcap"
+	sr_capture_start - "$vr" "$pcap" || true
 	exchange "$tag-rep" "$@"
 	[[ -n "$why" ]] || why=$("$verify" "$tmp/$tag-rep.srv" "$tmp/$tag-rep.cli")
 	[[ -n "$why" ]] || why=$(pkt_check "$min")
 	sleep 1
-	kill -INT "$cap" 2>/dev/null || true
-	wait "$cap" 2>/dev/null || true
+	sr_capture_stop
 	log "  repeat: ${why:-passed this time (first failure: $first_why)}"
 	log "  dissector's view (first 40 packets):"
 	tshark -r "$pcap" -d udp.port==4791,infiniband 2>&1 | head -n 40 | sed 's/^/  pcap| /'

@@ -235,12 +235,13 @@ static struct sroce_wqe_st *sroce_comp_head(struct sroce_qp *qp, u32 *idxp)
 	return NULL;
 }
 
-static void sroce_comp_read_resp(struct sroce_qp *qp,
-				 const struct sroce_pkt *pkt,
-				 const u8 *payload, bool *fatal, bool *retry)
+static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
+						    const struct sroce_pkt *pkt,
+						    const u8 *payload)
 {
 	struct sroce_wqe_st *st;
 	struct sroce_send_wqe *w;
+	enum sroce_comp_verdict v = SROCE_COMP_OK;
 	u32 idx, expect, off;
 	int status;
 
@@ -267,7 +268,7 @@ static void sroce_comp_read_resp(struct sroce_qp *qp,
 			qp->comp.rr_gap = true;
 			qp->comp.rr_gap_psn = expect;
 			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
-			*retry = true;
+			v = SROCE_COMP_RETRY;
 		}
 		goto drop;
 	}
@@ -280,8 +281,7 @@ static void sroce_comp_read_resp(struct sroce_qp *qp,
 	if (status) {
 		st->state = SROCE_WQE_DONE;
 		st->status = status;
-		*fatal = true;
-		return;
+		return SROCE_COMP_FATAL;
 	}
 	st->resid -= pkt->payload_len;
 	sroce_comp_progress(qp);
@@ -290,13 +290,14 @@ static void sroce_comp_read_resp(struct sroce_qp *qp,
 		st->status = IB_WC_SUCCESS;
 		qp->comp.psn = sroce_psn_add(st->last_psn, 1);
 	}
-	return;
+	return SROCE_COMP_OK;
 drop:
 	sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+	return v;
 }
 
-static void sroce_comp_atomic_ack(struct sroce_qp *qp,
-				  const struct sroce_pkt *pkt, bool *fatal)
+static enum sroce_comp_verdict sroce_comp_atomic_ack(struct sroce_qp *qp,
+						     const struct sroce_pkt *pkt)
 {
 	struct sroce_wqe_st *st;
 	struct sroce_send_wqe *w;
@@ -315,15 +316,14 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp,
 				IB_ACCESS_LOCAL_WRITE);
 	st->state = SROCE_WQE_DONE;
 	st->status = status ? status : IB_WC_SUCCESS;
-	if (status) {
-		*fatal = true;
-		return;
-	}
+	if (status)
+		return SROCE_COMP_FATAL;
 	qp->comp.psn = sroce_psn_add(st->first_psn, 1);
 	sroce_comp_progress(qp);
-	return;
+	return SROCE_COMP_OK;
 drop:
 	sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+	return SROCE_COMP_OK;
 }
 
 /* Fail the WQE that holds @psn with @status (a fatal NAK). */
@@ -342,8 +342,8 @@ static void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status)
 	}
 }
 
-static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
-			    bool *fatal, bool *retry)
+static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
+					       const struct sroce_pkt *pkt)
 {
 	u8 syn = pkt->aeth.syndrome;
 	enum sroce_ack_fate fate = sroce_ack_classify(syn);
@@ -352,13 +352,13 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 	if (fate == SROCE_ACK_BAD ||
 	    !sroce_comp_ack_upto(qp, psn, fate == SROCE_ACK_PROGRESS)) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
-		return;
+		return SROCE_COMP_OK;
 	}
 	switch (fate) {
 	case SROCE_ACK_PROGRESS:
 		if (sroce_ack_implies_nak(psn, qp->comp.psn)) {
 			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
-			*retry = true;
+			return SROCE_COMP_RETRY;
 		}
 		break;
 	case SROCE_ACK_RNR:
@@ -366,8 +366,7 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 		if (!sroce_rnr_retry_take(&qp->comp.rnr_retry)) {
 			sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_RETRY_EXCEEDED);
 			sroce_comp_fail_psn(qp, psn, IB_WC_RNR_RETRY_EXC_ERR);
-			*fatal = true;
-			break;
+			return SROCE_COMP_FATAL;
 		}
 		qp->comp.rnr_wait = true;
 		sroce_comp_rewind(qp);
@@ -380,26 +379,23 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 		break;
 	case SROCE_ACK_SEQ:
 		sroce_stat_inc(qp->sdev, SROCE_CNT_SEQ_NAK_RCVD);
-		*retry = true;
-		break;
+		return SROCE_COMP_RETRY;
 	case SROCE_ACK_REM_ACCESS:
 		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
 		sroce_comp_fail_psn(qp, psn, IB_WC_REM_ACCESS_ERR);
-		*fatal = true;
-		break;
+		return SROCE_COMP_FATAL;
 	case SROCE_ACK_REM_OP:
 		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
 		sroce_comp_fail_psn(qp, psn, IB_WC_REM_OP_ERR);
-		*fatal = true;
-		break;
+		return SROCE_COMP_FATAL;
 	case SROCE_ACK_REM_INV:
 		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
 		sroce_comp_fail_psn(qp, psn, IB_WC_REM_INV_REQ_ERR);
-		*fatal = true;
-		break;
+		return SROCE_COMP_FATAL;
 	case SROCE_ACK_BAD:	/* dropped above */
 		break;
 	}
+	return SROCE_COMP_OK;
 }
 
 /*
@@ -434,7 +430,8 @@ void sroce_sqd_notify(struct sroce_qp *qp)
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload)
 {
-	bool fatal = false, retry = false, err, kick, drained;
+	enum sroce_comp_verdict v = SROCE_COMP_OK;
+	bool err, kick, drained;
 	enum ib_qp_state state = READ_ONCE(qp->state);
 
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD) {
@@ -445,7 +442,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	spin_lock_bh(&qp->sq_lock);
 	switch (pkt->info->kind) {
 	case SROCE_KIND_ACK:
-		sroce_comp_aeth(qp, pkt, &fatal, &retry);
+		v = sroce_comp_aeth(qp, pkt);
 		break;
 	case SROCE_KIND_READ_RESP:
 		if (pkt->info->hdrs & SROCE_HDR_AETH &&
@@ -453,25 +450,25 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
 			break;
 		}
-		sroce_comp_read_resp(qp, pkt, payload, &fatal, &retry);
+		v = sroce_comp_read_resp(qp, pkt, payload);
 		break;
 	case SROCE_KIND_ATOMIC_ACK:
 		if (sroce_aeth_type(pkt->aeth.syndrome) != SROCE_AETH_ACK) {
-			sroce_comp_aeth(qp, pkt, &fatal, &retry);
+			v = sroce_comp_aeth(qp, pkt);
 			break;
 		}
-		sroce_comp_atomic_ack(qp, pkt, &fatal);
+		v = sroce_comp_atomic_ack(qp, pkt);
 		break;
 	default:
 		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
 		break;
 	}
-	if (retry && !fatal)
+	if (v == SROCE_COMP_RETRY)
 		sroce_comp_rewind(qp);
-	err = sroce_comp_retire(qp) || fatal;
+	err = sroce_comp_retire(qp) || v == SROCE_COMP_FATAL;
 	if (qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched)
 		del_timer(&qp->comp.retrans_timer);
-	else if (!fatal)
+	else if (v != SROCE_COMP_FATAL)
 		sroce_comp_arm_retrans(qp);
 	/*
 	 * Wake the requester only if it has something to send: a needless
@@ -547,9 +544,60 @@ static void sroce_comp_rnr_timeout(struct timer_list *t)
 	sroce_req_kick(qp, false);
 }
 
+/* The completer's part of a new QP: its timers, the full window. */
 void sroce_comp_init(struct sroce_qp *qp)
 {
 	timer_setup(&qp->comp.retrans_timer, sroce_comp_retrans_timeout, 0);
 	timer_setup(&qp->comp.rnr_timer, sroce_comp_rnr_timeout, 0);
 	qp->comp.window = SROCE_GBN_MAX_WINDOW;
+}
+
+/* Back to RESET: nothing outstanding, no timer. Locks held by the caller. */
+void sroce_comp_reset(struct sroce_qp *qp)
+{
+	del_timer(&qp->comp.retrans_timer);
+	del_timer(&qp->comp.rnr_timer);
+	qp->comp.idx = 0;
+	qp->comp.psn = 0;
+	qp->comp.rnr_wait = false;
+	qp->comp.rr_gap = false;
+	qp->comp.backoff = 0;
+	qp->comp.window = SROCE_GBN_MAX_WINDOW;
+}
+
+/*
+ * modify_qp's attributes the completer keeps: the retry budgets and the
+ * first PSN it waits for. Locks held by the caller.
+ */
+void sroce_comp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
+		       int mask)
+{
+	if (mask & IB_QP_RETRY_CNT)
+		qp->comp.retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		qp->comp.rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_SQ_PSN)
+		qp->comp.psn = attr->sq_psn & SROCE_PSN_MASK;
+}
+
+/*
+ * The QP enters SQD: whether it is drained already (then the caller sends
+ * IB_EVENT_SQ_DRAINED, if asked for, with sroce_sqd_notify()).
+ */
+bool sroce_comp_sqd_begin(struct sroce_qp *qp)
+{
+	bool drained;
+
+	spin_lock_bh(&qp->sq_lock);
+	qp->comp.sqd_notified = false;
+	drained = sroce_sqd_drained(qp);
+	spin_unlock_bh(&qp->sq_lock);
+	return drained;
+}
+
+/* The QP is dying (SROCE_QPF_DYING set): wait for the timers to end. */
+void sroce_comp_stop(struct sroce_qp *qp)
+{
+	del_timer_sync(&qp->comp.retrans_timer);
+	del_timer_sync(&qp->comp.rnr_timer);
 }

@@ -212,7 +212,7 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 
 		if (!qp || !refcount_inc_not_zero(&qp->ref))
 			continue;
-		sroce_resp_ud_rcv(qp, skb, pkt, payload);
+		sroce_ud_rcv(qp, skb, pkt, payload);
 		sroce_qp_put(qp);
 	}
 	rcu_read_unlock();

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sroce queue pairs: creation, the state machine, attributes, teardown,
- * error flushing, and the kernel-verbs post paths.
+ * sroce queue pairs: creation, the state machine, attributes, teardown and
+ * error flushing. The transport's parts of a QP are owned by their files
+ * (see sroce_transport.h); the kernel-verbs post paths are sroce_post.c's.
  */
 
 #include <linux/slab.h>
@@ -113,28 +114,52 @@ static int sroce_qp_init_sq(struct sroce_qp *qp, struct ib_qp_init_attr *init)
 	return 0;
 }
 
-int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
-		    struct ib_udata *udata)
+/* The transport's parts of a new QP (see sroce_transport.h). */
+static void sroce_transport_init(struct sroce_qp *qp)
 {
-	struct sroce_dev *sdev = to_sdev(ibqp->device);
-	struct sroce_qp *qp = to_sqp(ibqp);
-	struct sroce_create_qp_resp resp = {};
-	struct ib_qp_cap *cap = &init->cap;
-	u32 qpn;
-	int err;
+	sroce_cc_qp_init(qp);
+	sroce_req_init(qp);
+	sroce_comp_init(qp);
+	sroce_resp_init(qp);
+}
 
-	err = sroce_qp_check_cap(init, udata);
-	if (err)
-		return err;
-	if (udata && udata->outlen < sizeof(resp))
-		return -EINVAL;
-	if (atomic_inc_return(&sdev->num_qp) > SROCE_MAX_QP) {
-		err = -ENOMEM;
-		goto err_count;
-	}
+/* Back to RESET: forget all transport state. sq_lock and resp_lock held. */
+static void sroce_transport_reset(struct sroce_qp *qp)
+{
+	sroce_comp_reset(qp);
+	sroce_req_reset(qp);
+	sroce_sq_reset(qp);
+	sroce_recv_reset(qp);
+	sroce_resp_reset(qp);
+	sroce_cc_qp_reset(qp);
+}
+
+/*
+ * Stop every context that could run on this QP. SROCE_QPF_DYING is set
+ * and the QP unreachable from the receive path, so nothing re-arms.
+ */
+static void sroce_transport_stop(struct sroce_qp *qp)
+{
+	spin_lock_bh(&qp->sq_lock);
+	set_bit(SROCE_QPF_DYING, &qp->flags);
+	spin_unlock_bh(&qp->sq_lock);
+	sroce_cc_qp_stop(qp);
+	sroce_comp_stop(qp);
+	sroce_req_stop(qp);
+	sroce_resp_stop(qp);
+	/* The requester's last run may have armed a timer. */
+	sroce_comp_stop(qp);
+}
+
+/* A new QP's fields from @init, before anything is allocated. */
+static void sroce_qp_init_fields(struct sroce_qp *qp, struct sroce_dev *sdev,
+				 const struct ib_qp_init_attr *init,
+				 bool is_user)
+{
+	const struct ib_qp_cap *cap = &init->cap;
 
 	qp->sdev = sdev;
-	qp->is_user = !!udata;
+	qp->is_user = is_user;
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->released);
 	mutex_init(&qp->modify_lock);
@@ -152,11 +177,35 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->max_inline = cap->max_inline_data;
 	qp->mtu = 256;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
-	sroce_transport_init_qp(qp);
 	seqlock_init(&qp->av.lock);
-	err = dst_cache_init(&qp->av.dst, GFP_KERNEL_ACCOUNT);
-	if (err)
-		goto err_count;
+	sroce_transport_init(qp);
+}
+
+/* Free what sroce_qp_alloc_queues() allocated (any part of it). */
+static void sroce_qp_free_queues(struct sroce_qp *qp)
+{
+	kfree(qp->resp.rwqe);
+	qp->resp.rwqe = NULL;
+	sroce_queue_cleanup(&qp->rq);
+	kvfree(qp->ud_dest);
+	qp->ud_dest = NULL;
+	kvfree(qp->wst);
+	qp->wst = NULL;
+	vfree(qp->sq_shadow);
+	qp->sq_shadow = NULL;
+	sroce_queue_cleanup(&qp->sq);
+}
+
+/*
+ * The QP's rings and what the kernel keeps beside them, and the capacities
+ * they really have back in @init->cap. On failure the caller frees them
+ * with sroce_qp_free_queues().
+ */
+static int sroce_qp_alloc_queues(struct sroce_qp *qp,
+				 struct ib_qp_init_attr *init)
+{
+	struct ib_qp_cap *cap = &init->cap;
+	int err;
 
 	if (init->qp_type == IB_QPT_XRC_TGT) {
 		/* It only responds: no send queue at all. */
@@ -168,7 +217,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	} else {
 		err = sroce_qp_init_sq(qp, init);
 		if (err)
-			goto err_sq;
+			return err;
 	}
 	qp->srq = to_ssrq(init->srq);
 	if (qp->srq || !sroce_qp_has_rq(qp)) {
@@ -185,12 +234,10 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = sroce_queue_init(&qp->rq, max_t(u32, cap->max_recv_wr, 1),
 			       sroce_rq_slot_size(qp->max_recv_sge));
 	if (err)
-		goto err_sq;
+		return err;
 	qp->resp.rwqe = kmalloc(sroce_queue_slot_size(&qp->rq), SROCE_GFP_USER);
-	if (!qp->resp.rwqe) {
-		err = -ENOMEM;
-		goto err_rq;
-	}
+	if (!qp->resp.rwqe)
+		return -ENOMEM;
 
 	/* What the queues really hold goes back to the caller. */
 	cap->max_send_wr = qp->sq.num_slots;
@@ -201,26 +248,61 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		qp->max_inline = sroce_queue_slot_size(&qp->sq) -
 				 SROCE_SEND_WQE_HDR_SIZE;
 	cap->max_inline_data = qp->max_inline;
+	return 0;
+}
 
+/* The QP's number: 1 for GSI, else the next free one. Returns 0 or -errno. */
+static int sroce_qp_alloc_qpn(struct sroce_dev *sdev, enum ib_qp_type type,
+			      u32 *qpn)
+{
+	int err;
+
+	if (type == IB_QPT_GSI) {
+		*qpn = 1;
+		return xa_insert(&sdev->qp_xa, *qpn, NULL, GFP_KERNEL);
+	}
+	err = xa_alloc_cyclic(&sdev->qp_xa, qpn, NULL,
+			      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MAX),
+			      &sdev->qp_next, GFP_KERNEL);
+	return err < 0 ? err : 0;
+}
+
+int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibqp->device);
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_create_qp_resp resp = {};
+	u32 qpn;
+	int err;
+
+	err = sroce_qp_check_cap(init, udata);
+	if (err)
+		return err;
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+	if (atomic_inc_return(&sdev->num_qp) > SROCE_MAX_QP) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	sroce_qp_init_fields(qp, sdev, init, !!udata);
+	err = dst_cache_init(&qp->av.dst, GFP_KERNEL_ACCOUNT);
+	if (err)
+		goto err_count;
+	err = sroce_qp_alloc_queues(qp, init);
+	if (err)
+		goto err_queues;
 	if (udata) {
 		err = sroce_queue_map(&qp->sq, sroce_uctx(udata), &resp.sq_mi);
 		if (!err && sroce_qp_has_rq(qp))
 			err = sroce_queue_map(&qp->rq, sroce_uctx(udata),
 					      &resp.rq_mi);
 		if (err)
-			goto err_rwqe;
+			goto err_queues;
 	}
-
-	if (init->qp_type == IB_QPT_GSI) {
-		qpn = 1;
-		err = xa_insert(&sdev->qp_xa, qpn, NULL, GFP_KERNEL);
-	} else {
-		err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
-				      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MAX),
-				      &sdev->qp_next, GFP_KERNEL);
-	}
-	if (err < 0)
-		goto err_rwqe;
+	err = sroce_qp_alloc_qpn(sdev, init->qp_type, &qpn);
+	if (err)
+		goto err_queues;
 	if (init->qp_type == IB_QPT_GSI)
 		qp->attr.port_num = 1;
 	ibqp->qp_num = qpn;
@@ -236,15 +318,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 err_xa:
 	xa_erase(&sdev->qp_xa, qpn);
-err_rwqe:
-	kfree(qp->resp.rwqe);
-err_rq:
-	sroce_queue_cleanup(&qp->rq);
-err_sq:
-	kvfree(qp->ud_dest);
-	kvfree(qp->wst);
-	vfree(qp->sq_shadow);
-	sroce_queue_cleanup(&qp->sq);
+err_queues:
+	sroce_qp_free_queues(qp);
 	dst_cache_destroy(&qp->av.dst);
 err_count:
 	atomic_dec(&sdev->num_qp);
@@ -343,6 +418,87 @@ static void sroce_qp_mark_error(struct sroce_qp *qp, bool err)
 	smp_mb();
 }
 
+/*
+ * Store modify_qp's attributes: the QP's own and those each transport
+ * part keeps. sq_lock and resp_lock held.
+ */
+static void sroce_qp_apply_attr(struct sroce_qp *qp,
+				const struct ib_qp_attr *attr, int mask)
+{
+	if (mask & IB_QP_ACCESS_FLAGS)
+		qp->attr.qp_access_flags = attr->qp_access_flags;
+	if (mask & IB_QP_PKEY_INDEX)
+		qp->attr.pkey_index = attr->pkey_index;
+	if (mask & IB_QP_PORT)
+		qp->attr.port_num = attr->port_num;
+	if (mask & IB_QP_PATH_MTU) {
+		qp->attr.path_mtu = attr->path_mtu;
+		qp->mtu = ib_mtu_enum_to_int(attr->path_mtu);
+	}
+	if (mask & IB_QP_TIMEOUT)
+		qp->attr.timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		qp->attr.retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		qp->attr.rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_RQ_PSN)
+		qp->attr.rq_psn = attr->rq_psn & SROCE_PSN_MASK;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		qp->attr.min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_SQ_PSN)
+		qp->attr.sq_psn = attr->sq_psn & SROCE_PSN_MASK;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		qp->attr.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_DEST_QPN)
+		qp->attr.dest_qp_num = attr->dest_qp_num & 0xffffff;
+	if (mask & IB_QP_QKEY)
+		qp->attr.qkey = attr->qkey;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & (IB_QP_AV | IB_QP_DEST_QPN))
+		sroce_qp_set_sport(qp);
+	sroce_req_modify(qp, attr, mask);
+	sroce_comp_modify(qp, attr, mask);
+	sroce_resp_modify(qp, attr, mask);
+}
+
+/*
+ * Move the QP from @cur (the state modify_qp checked) to @next, and do
+ * what entering @next takes: flush, events, wake the requester.
+ */
+static int sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
+			      enum ib_qp_state next)
+{
+	spin_lock_bh(&qp->state_lock);
+	/*
+	 * The data path moved the QP to the error state meanwhile: that
+	 * stands, only RESET (or ERR) leaves it.
+	 */
+	if (qp->state != cur && next != IB_QPS_RESET &&
+	    next != IB_QPS_ERR) {
+		spin_unlock_bh(&qp->state_lock);
+		return -EINVAL;
+	}
+	/* What follows depends on the state really left. */
+	cur = qp->state;
+	qp->state = next;
+	qp->attr.qp_state = next;
+	spin_unlock_bh(&qp->state_lock);
+	if (next == IB_QPS_ERR || next == IB_QPS_RESET ||
+	    cur == IB_QPS_SQE)
+		sroce_qp_mark_error(qp, next == IB_QPS_ERR);
+	if (next == IB_QPS_ERR)
+		sroce_qp_flush(qp);
+	if (next == IB_QPS_ERR && cur != IB_QPS_ERR && qp->srq)
+		sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+	if (next == IB_QPS_SQD && cur != IB_QPS_SQD &&
+	    sroce_comp_sqd_begin(qp))
+		sroce_sqd_notify(qp);
+	if (next == IB_QPS_RTS)
+		sroce_req_kick(qp, false);
+	return 0;
+}
+
 static int sroce_modify_qp_locked(struct sroce_qp *qp, struct ib_qp_attr *attr,
 				  int mask)
 {
@@ -379,89 +535,14 @@ static int sroce_modify_qp_locked(struct sroce_qp *qp, struct ib_qp_attr *attr,
 
 	spin_lock_bh(&qp->sq_lock);
 	spin_lock(&qp->resp_lock);
-	if (mask & IB_QP_ACCESS_FLAGS)
-		qp->attr.qp_access_flags = attr->qp_access_flags;
-	if (mask & IB_QP_PKEY_INDEX)
-		qp->attr.pkey_index = attr->pkey_index;
-	if (mask & IB_QP_PORT)
-		qp->attr.port_num = attr->port_num;
-	if (mask & IB_QP_PATH_MTU) {
-		qp->attr.path_mtu = attr->path_mtu;
-		qp->mtu = ib_mtu_enum_to_int(attr->path_mtu);
-	}
-	if (mask & IB_QP_TIMEOUT)
-		qp->attr.timeout = attr->timeout;
-	if (mask & IB_QP_RETRY_CNT) {
-		qp->attr.retry_cnt = attr->retry_cnt;
-		qp->comp.retry_cnt = attr->retry_cnt;
-	}
-	if (mask & IB_QP_RNR_RETRY) {
-		qp->attr.rnr_retry = attr->rnr_retry;
-		qp->comp.rnr_retry = attr->rnr_retry;
-	}
-	if (mask & IB_QP_RQ_PSN) {
-		qp->attr.rq_psn = attr->rq_psn & 0xffffff;
-		qp->resp.epsn = qp->attr.rq_psn;
-	}
-	if (mask & IB_QP_MIN_RNR_TIMER)
-		qp->attr.min_rnr_timer = attr->min_rnr_timer;
-	if (mask & IB_QP_SQ_PSN) {
-		qp->attr.sq_psn = attr->sq_psn & 0xffffff;
-		qp->req.psn = qp->attr.sq_psn;
-		qp->req.psn_hi = qp->attr.sq_psn;
-		qp->comp.psn = qp->attr.sq_psn;
-	}
-	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
-		qp->attr.max_rd_atomic = attr->max_rd_atomic;
-	if (mask & IB_QP_DEST_QPN)
-		qp->attr.dest_qp_num = attr->dest_qp_num & 0xffffff;
-	if (mask & IB_QP_QKEY)
-		qp->attr.qkey = attr->qkey;
-	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
-		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
-	if (mask & (IB_QP_AV | IB_QP_DEST_QPN))
-		sroce_qp_set_sport(qp);
+	sroce_qp_apply_attr(qp, attr, mask);
 	if (next == IB_QPS_RESET && cur != IB_QPS_RESET)
 		sroce_transport_reset(qp);
 	spin_unlock(&qp->resp_lock);
 	spin_unlock_bh(&qp->sq_lock);
 
-	if (mask & IB_QP_STATE) {
-		spin_lock_bh(&qp->state_lock);
-		/*
-		 * The data path moved the QP to the error state meanwhile: that
-		 * stands, only RESET (or ERR) leaves it.
-		 */
-		if (qp->state != cur && next != IB_QPS_RESET &&
-		    next != IB_QPS_ERR) {
-			spin_unlock_bh(&qp->state_lock);
-			return -EINVAL;
-		}
-		/* What follows depends on the state really left. */
-		cur = qp->state;
-		qp->state = next;
-		qp->attr.qp_state = next;
-		spin_unlock_bh(&qp->state_lock);
-		if (next == IB_QPS_ERR || next == IB_QPS_RESET ||
-		    cur == IB_QPS_SQE)
-			sroce_qp_mark_error(qp, next == IB_QPS_ERR);
-		if (next == IB_QPS_ERR)
-			sroce_qp_flush(qp);
-		if (next == IB_QPS_ERR && cur != IB_QPS_ERR && qp->srq)
-			sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
-		if (next == IB_QPS_SQD && cur != IB_QPS_SQD) {
-			bool drained;
-
-			spin_lock_bh(&qp->sq_lock);
-			qp->comp.sqd_notified = false;
-			drained = sroce_sqd_drained(qp);
-			spin_unlock_bh(&qp->sq_lock);
-			if (drained)
-				sroce_sqd_notify(qp);
-		}
-		if (next == IB_QPS_RTS)
-			sroce_req_kick(qp, false);
-	}
+	if (mask & IB_QP_STATE)
+		return sroce_qp_set_state(qp, cur, next);
 	return 0;
 }
 
@@ -512,6 +593,18 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 }
 
 /* Move the QP to the error state from the data path (e.g. a fatal NAK). */
+/*
+ * sroce_qp_flush - complete everything outstanding with WR_FLUSH_ERR
+ *
+ * A WQE already marked failed keeps its own status. Receive WQEs are
+ * flushed too. Called when the QP is (or goes) in the error state.
+ */
+void sroce_qp_flush(struct sroce_qp *qp)
+{
+	sroce_sq_flush(qp);
+	sroce_recv_flush(qp);
+}
+
 void sroce_qp_error(struct sroce_qp *qp)
 {
 	sroce_qp_async_error(qp, SROCE_NO_EVENT);
@@ -568,7 +661,7 @@ void sroce_qp_sq_error(struct sroce_qp *qp)
 	WRITE_ONCE(qp->sq.hdr->flags, SROCE_QUEUE_F_QP_ERR);
 	/* As in sroce_qp_mark_error(): the flag before the flush. */
 	smp_mb();
-	sroce_qp_flush_sq(qp);
+	sroce_sq_flush(qp);
 }
 
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
@@ -594,178 +687,8 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	dst_cache_destroy(&qp->av.dst);
 	kfree(qp->resp.res);
-	kfree(qp->resp.rwqe);
-	sroce_queue_cleanup(&qp->rq);
-	kvfree(qp->ud_dest);
-	kvfree(qp->wst);
-	vfree(qp->sq_shadow);
-	sroce_queue_cleanup(&qp->sq);
+	sroce_qp_free_queues(qp);
 	mutex_destroy(&qp->modify_lock);
 	atomic_dec(&sdev->num_qp);
 	return 0;
-}
-
-/*
- * The work requests the kernel-verbs post path encodes (no memory windows
- * or ATOMIC_WRITE for kernel consumers): their IB_WR_* values go into the
- * ring as they are, so they must be the ABI's.
- */
-#define SROCE_KVERBS_WR_OPS						\
-	(SROCE_WR_RC_OPS & ~(SROCE_WR_BIT(SROCE_WR_BIND_MW) |		\
-			     SROCE_WR_BIT(SROCE_WR_ATOMIC_WRITE)))
-#define SROCE_SAME_WR(op) static_assert((int)IB_WR_##op == (int)SROCE_WR_##op)
-SROCE_SAME_WR(RDMA_WRITE);
-SROCE_SAME_WR(RDMA_WRITE_WITH_IMM);
-SROCE_SAME_WR(SEND);
-SROCE_SAME_WR(SEND_WITH_IMM);
-SROCE_SAME_WR(RDMA_READ);
-SROCE_SAME_WR(ATOMIC_CMP_AND_SWP);
-SROCE_SAME_WR(ATOMIC_FETCH_AND_ADD);
-SROCE_SAME_WR(LOCAL_INV);
-SROCE_SAME_WR(SEND_WITH_INV);
-SROCE_SAME_WR(REG_MR);
-
-/* Kernel verbs: write one send WR into the (unmapped) SQ ring. */
-static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
-{
-	struct sroce_send_wqe *w;
-	u32 prod = qp->sq.hdr->producer;
-	u32 i, len = 0;
-
-	if (prod - READ_ONCE(qp->sq.hdr->consumer) >= qp->sq.num_slots)
-		return -ENOMEM;
-	if (wr->num_sge > qp->max_send_sge)
-		return -EINVAL;
-	/* What this QP type may post (the ABI's table), that this path encodes. */
-	if (!sroce_wr_in(wr->opcode, sroce_qp_wr_ops(qp) & SROCE_KVERBS_WR_OPS))
-		return -EINVAL;
-
-	w = sroce_queue_slot(&qp->sq, prod);
-	memset(w, 0, sizeof(*w));
-	w->wr_id = wr->wr_id;
-	w->opcode = wr->opcode;
-	w->flags = wr->send_flags & (SROCE_SEND_FENCE | SROCE_SEND_SIGNALED |
-				     SROCE_SEND_SOLICITED | SROCE_SEND_INLINE);
-	if (wr->opcode == IB_WR_SEND_WITH_INV ||
-	    wr->opcode == IB_WR_LOCAL_INV)
-		w->imm_or_inv = wr->ex.invalidate_rkey;
-	else if (wr->opcode == IB_WR_REG_MR)
-		w->imm_or_inv = reg_wr(wr)->access;
-	else
-		w->imm_or_inv = (__force u32)wr->ex.imm_data;
-	if (wr->opcode == IB_WR_RDMA_WRITE ||
-	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
-	    wr->opcode == IB_WR_RDMA_READ) {
-		w->remote_addr = rdma_wr(wr)->remote_addr;
-		w->rkey = rdma_wr(wr)->rkey;
-	} else if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
-		   wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
-		w->remote_addr = atomic_wr(wr)->remote_addr;
-		w->rkey = atomic_wr(wr)->rkey;
-		w->compare_add = atomic_wr(wr)->compare_add;
-		w->swap = atomic_wr(wr)->swap;
-	}
-
-	if (wr->opcode == IB_WR_REG_MR) {
-		/* By index: the data path checks it is this PD's fast-reg MR. */
-		w->remote_addr = reg_wr(wr)->mr->lkey >> 8;
-		w->rkey = reg_wr(wr)->key;
-		w->num_sge = 0;
-	}
-	if (sroce_qp_is_ud(qp)) {
-		w->ah = to_sah(ud_wr(wr)->ah)->ah_num;
-		w->remote_qpn = ud_wr(wr)->remote_qpn;
-		w->remote_qkey = ud_wr(wr)->remote_qkey;
-	}
-
-	if (wr->send_flags & IB_SEND_INLINE) {
-		u8 *dst = (u8 *)w + SROCE_SEND_WQE_HDR_SIZE;
-
-		for (i = 0; i < wr->num_sge; i++) {
-			/* len <= max_inline here: no wrap-around. */
-			if (wr->sg_list[i].length > qp->max_inline - len)
-				return -EINVAL;
-			memcpy(dst + len,
-			       (void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			len += wr->sg_list[i].length;
-		}
-		w->inline_len = len;
-	} else {
-		struct sroce_sge *sge = (void *)((u8 *)w +
-						 SROCE_SEND_WQE_HDR_SIZE);
-
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		w->num_sge = wr->num_sge;
-	}
-	/* Publish the WQE before the requester can see the index. */
-	smp_store_release(&qp->sq.hdr->producer, prod + 1);
-	return 0;
-}
-
-int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-		    const struct ib_send_wr **bad_wr)
-{
-	struct sroce_qp *qp = to_sqp(ibqp);
-	unsigned long flags;
-	int err = 0;
-
-	/*
-	 * An XRC target has no send queue. It is also the one QP a process
-	 * owns that the core created without udata (is_user is false), and
-	 * ib_uverbs_post_send hands a process's WRs to it unchanged: they
-	 * must never reach the kernel-verbs path below.
-	 */
-	if (!sroce_qp_has_sq(qp)) {
-		*bad_wr = wr;
-		return -EINVAL;
-	}
-	/* A user QP's doorbell: the WQEs are already in the mapped ring. */
-	if (qp->is_user) {
-		if (wr)
-			return -EINVAL;
-		sroce_req_kick(qp, true);
-		return 0;
-	}
-	if (READ_ONCE(qp->state) < IB_QPS_RTS &&
-	    READ_ONCE(qp->state) != IB_QPS_ERR) {
-		*bad_wr = wr;
-		return -EINVAL;
-	}
-
-	spin_lock_irqsave(&qp->post_lock, flags);
-	for (; wr; wr = wr->next) {
-		err = sroce_post_one_send(qp, wr);
-		if (err) {
-			*bad_wr = wr;
-			break;
-		}
-	}
-	spin_unlock_irqrestore(&qp->post_lock, flags);
-	sroce_req_kick(qp, false);
-	return err;
-}
-
-int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-		    const struct ib_recv_wr **bad_wr)
-{
-	struct sroce_qp *qp = to_sqp(ibqp);
-	unsigned long flags;
-	int err = 0;
-
-	if (qp->is_user || !sroce_qp_has_rq(qp)) {
-		*bad_wr = wr;
-		return qp->is_user ? -EOPNOTSUPP : -EINVAL;
-	}
-
-	spin_lock_irqsave(&qp->rq_post_lock, flags);
-	err = sroce_queue_post_recv(&qp->rq, qp->max_recv_sge, wr, bad_wr);
-	spin_unlock_irqrestore(&qp->rq_post_lock, flags);
-	if (READ_ONCE(qp->state) == IB_QPS_ERR)
-		sroce_qp_flush(qp);
-	return err;
 }

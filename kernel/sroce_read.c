@@ -141,7 +141,7 @@ enum sroce_resp_verdict sroce_read_exec(struct sroce_qp *qp,
 	res->kind = SROCE_RES_READ;
 	sroce_read_span_init(&res->span, pkt->bth.psn, pkt->reth.va,
 			     pkt->reth.rkey, pkt->reth.len, qp->mtu);
-	res->pd = sroce_resp_pd(qp);
+	res->pd = sroce_recv_pd(qp);
 	res->xsrqn = qp->resp.xsrq ? qp->resp.xsrq->srqn : 0;
 	res->sent = 0;
 	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
@@ -402,9 +402,8 @@ void sroce_read_work(struct work_struct *work)
 
 	spin_lock_bh(&qp->resp_lock);
 	while (qp->resp.busy && !test_bit(SROCE_QPF_DYING, &qp->flags)) {
-		enum ib_event_type event = SROCE_NO_EVENT;
+		enum sroce_resp_verdict v = SROCE_RESP_DONE;
 		struct sroce_pkt pkt;
-		bool err = false;
 
 		if (!sroce_resp_state_ok(qp)) {
 			sroce_read_backlog_purge(qp);
@@ -439,13 +438,13 @@ void sroce_read_work(struct work_struct *work)
 		if (sroce_pkt_parse(skb->data + sizeof(struct udphdr),
 				    skb->len - sizeof(struct udphdr), &pkt) ==
 		    SROCE_PARSE_OK)
-			err = sroce_resp_handle(qp, &pkt, skb->data +
-						sizeof(struct udphdr) +
-						pkt.hdr_len, &event);
-		if (err) {
+			v = sroce_resp_handle(qp, &pkt, skb->data +
+					      sizeof(struct udphdr) +
+					      pkt.hdr_len);
+		if (sroce_resp_verdict_fatal(v)) {
 			spin_unlock_bh(&qp->resp_lock);
 			kfree_skb(skb);
-			sroce_qp_async_error(qp, event);
+			sroce_resp_fail(qp, v);
 			spin_lock_bh(&qp->resp_lock);
 			continue;
 		}

@@ -2,9 +2,10 @@
 /*
  * sroce RC responder: checks and executes incoming requests, places data,
  * generates ACKs/NAKs, executes atomics, and answers duplicates (re-ACK,
- * restart a READ, replay the saved atomic result; IBTA C9-105); UC and UD
+ * restart a READ, replay the saved atomic result; IBTA C9-105); UC
  * receives. READs, their responses and the backlog behind a READ stream
- * are in sroce_read.c.
+ * are in sroce_read.c; the receive queue is sroce_recv.c's, UD receives
+ * sroce_ud.c's.
  *
  * Runs in softirq (or resp_work, for requests that waited) under resp_lock.
  */
@@ -35,7 +36,14 @@
  * (proto/sroce_aeth.h), "unlimited".
  */
 
-/* Locks held by the caller (modify_qp to RESET). */
+/* The responder's part of a new QP. */
+void sroce_resp_init(struct sroce_qp *qp)
+{
+	INIT_WORK(&qp->resp_work, sroce_read_work);
+	skb_queue_head_init(&qp->resp.backlog);
+}
+
+/* Back to RESET: nothing expected, nothing saved. Locks held by the caller. */
 void sroce_resp_reset(struct sroce_qp *qp)
 {
 	qp->resp.epsn = 0;
@@ -95,129 +103,6 @@ static void sroce_resp_nak(struct sroce_qp *qp, u32 psn,
 }
 
 /*
- * The receive side a request uses: the QP's own, or for an XRC target the
- * SRQ its XRCETH names, with that SRQ's CQ and PD (IBTA 9.8.5.2).
- */
-static struct sroce_srq *sroce_resp_srq(const struct sroce_qp *qp)
-{
-	return qp->srq ? qp->srq : qp->resp.xsrq;
-}
-
-struct ib_pd *sroce_resp_pd(const struct sroce_qp *qp)
-{
-	return qp->resp.xsrq ? qp->resp.xsrq->ibsrq.pd : qp->ibqp.pd;
-}
-
-static struct sroce_cq *sroce_resp_cq(const struct sroce_qp *qp)
-{
-	return qp->resp.xsrq ? to_scq(qp->resp.xsrq->ibsrq.ext.cq) : qp->rcq;
-}
-
-/* Post @cqe for the current receive WQE and free it. resp_lock held. */
-static void sroce_resp_post_cqe(struct sroce_qp *qp, struct sroce_cqe *cqe,
-				bool solicited)
-{
-	struct sroce_cq *cq = sroce_resp_cq(qp);
-
-	cqe->wr_id = ((struct sroce_recv_wqe *)qp->resp.rwqe)->wr_id;
-	if (sroce_qp_has_rq(qp)) {
-		qp->rq.kidx++;
-		sroce_queue_publish_consumer(&qp->rq);
-	}
-	qp->resp.rwqe_held = false;
-	qp->resp.in_send = false;
-	/* An XRC target's WQE whose SRQ went away completes nowhere. */
-	if (cq)
-		sroce_cq_post(cq, cqe, &qp->ibqp, solicited);
-}
-
-/* Post a receive completion and free the receive WQE. resp_lock held. */
-static void sroce_resp_complete_recv(struct sroce_qp *qp, int status,
-				     u32 opcode, u32 byte_len, u32 wc_flags,
-				     u32 imm_or_inv, bool solicited)
-{
-	struct sroce_cqe cqe = {
-		.status = status,
-		.opcode = opcode,
-		.byte_len = byte_len,
-		.imm_or_inv = imm_or_inv,
-		.qp_num = qp->ibqp.qp_num,
-		.src_qp = qp->attr.dest_qp_num,
-		.wc_flags = wc_flags,
-		.port_num = 1,
-		.network_hdr_type = qp->av.p.ipv6 ? RDMA_NETWORK_IPV6 :
-						    RDMA_NETWORK_IPV4,
-	};
-
-	sroce_resp_post_cqe(qp, &cqe, solicited);
-}
-
-/*
- * Take the next receive WQE into resp.rwqe. Returns 1 if one was taken,
- * 0 if the RQ is empty (RNR), -EIO if the ring is corrupt or the WQE
- * invalid.
- */
-static int sroce_resp_get_rwqe(struct sroce_qp *qp)
-{
-	struct sroce_recv_wqe *rw = (void *)qp->resp.rwqe;
-	const struct sroce_recv_wqe *src;
-	u32 slot = sroce_queue_slot_size(&qp->rq);
-	int n;
-
-	/* A WQE taken by a message that was abandoned (UC) is reused. */
-	if (qp->resp.rwqe_held) {
-		qp->resp.rwqe_offset = 0;
-		return 1;
-	}
-	if (sroce_resp_srq(qp)) {
-		n = sroce_srq_take(sroce_resp_srq(qp), rw);
-		if (n > 0) {
-			qp->resp.rwqe_held = true;
-			qp->resp.rwqe_offset = 0;
-		}
-		return n;
-	}
-	n = sroce_queue_count_produced(&qp->rq);
-	if (n < 0)
-		return -EIO;
-	if (!n)
-		return 0;
-	src = sroce_queue_slot(&qp->rq, qp->rq.kidx);
-	memcpy(rw, src, sizeof(*rw));
-	if (rw->num_sge > qp->max_recv_sge ||
-	    sizeof(*rw) + rw->num_sge * sizeof(struct sroce_sge) > slot)
-		return -EIO;
-	memcpy(rw + 1, src + 1, rw->num_sge * sizeof(struct sroce_sge));
-	qp->resp.rwqe_offset = 0;
-	qp->resp.rwqe_held = true;
-	return 1;
-}
-
-/* Place SEND payload into the receive WQE's buffers. */
-static int sroce_resp_place(struct sroce_qp *qp, const u8 *data, u32 len)
-{
-	struct sroce_recv_wqe *rw = (void *)qp->resp.rwqe;
-
-	return sroce_sge_copy(qp->sdev, sroce_resp_pd(qp), (const void *)(rw + 1),
-			      rw->num_sge, qp->resp.rwqe_offset, (void *)data,
-			      len, SROCE_TO_MR, IB_ACCESS_LOCAL_WRITE,
-			      &qp->resp.rwqe_offset);
-}
-
-/* Bytes the current receive WQE's gather list can hold. */
-static u64 sroce_resp_rwqe_room(const struct sroce_qp *qp)
-{
-	const struct sroce_recv_wqe *rw = (const void *)qp->resp.rwqe;
-	const struct sroce_sge *sge = (const void *)(rw + 1);
-	u64 room = 0;
-	u32 i;
-
-	for (i = 0; i < rw->num_sge; i++)
-		room += sge[i].length;
-	return room;
-}
-
-/*
  * Look up and check an rkey for a remote access. Returns the MR with a
  * reference, or NULL (remote access error).
  */
@@ -238,7 +123,7 @@ struct sroce_mr *sroce_resp_rkey_pd(struct sroce_qp *qp, struct ib_pd *pd,
 struct sroce_mr *sroce_resp_rkey(struct sroce_qp *qp, u32 rkey, u64 va,
 				 u64 len, int access)
 {
-	return sroce_resp_rkey_pd(qp, sroce_resp_pd(qp), rkey, va, len,
+	return sroce_resp_rkey_pd(qp, sroce_recv_pd(qp), rkey, va, len,
 				  access);
 }
 
@@ -247,28 +132,26 @@ static enum sroce_resp_verdict sroce_resp_send(struct sroce_qp *qp,
 					       const u8 *payload)
 {
 	u8 pos = pkt->info->pos;
-	bool first = pos == SROCE_POS_FIRST || pos == SROCE_POS_ONLY;
-	bool last = pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY;
+	bool first = sroce_pos_first(pos);
+	bool last = sroce_pos_last(pos);
 	u32 flags = 0, ex = 0;
 	int status, r;
 
-	if (first == qp->resp.in_send)
-		return SROCE_RESP_NAK_INV;	/* opcode sequence error */
-	/* IBTA C9-92: FIRST/MIDDLE carry the PMTU, ONLY/LAST no more. */
-	if (last ? pkt->payload_len > qp->mtu : pkt->payload_len != qp->mtu)
+	if (!sroce_resp_segment_ok(pos, qp->resp.in_send, pkt->payload_len,
+				   qp->mtu))
 		return SROCE_RESP_NAK_INV;
 	if (first) {
-		r = sroce_resp_get_rwqe(qp);
+		r = sroce_recv_take(qp);
 		if (r < 0)
 			return SROCE_RESP_NAK_OP;
 		if (!r)
 			return SROCE_RESP_RNR;
 		qp->resp.in_send = true;
 	}
-	status = sroce_resp_place(qp, payload, pkt->payload_len);
+	status = sroce_recv_place(qp, payload, pkt->payload_len);
 	if (status) {
-		sroce_resp_complete_recv(qp, status, IB_WC_RECV,
-					 qp->resp.rwqe_offset, 0, 0, false);
+		sroce_recv_complete(qp, status, IB_WC_RECV,
+				    qp->resp.rwqe_offset, 0, 0, false);
 		return status == IB_WC_LOC_LEN_ERR ? SROCE_RESP_NAK_INV :
 						     SROCE_RESP_NAK_OP;
 	}
@@ -279,20 +162,19 @@ static enum sroce_resp_verdict sroce_resp_send(struct sroce_qp *qp,
 		ex = (__force u32)cpu_to_be32(pkt->imm);
 	} else if (pkt->info->hdrs & SROCE_HDR_IETH) {
 		/* Remote invalidation: a fast-reg MR of this QP's PD. */
-		if (sroce_mr_invalidate(qp->sdev, sroce_resp_pd(qp),
+		if (sroce_mr_invalidate(qp->sdev, sroce_recv_pd(qp),
 					qp->ibqp.qp_num, pkt->ieth_rkey,
 					true)) {
-			sroce_resp_complete_recv(qp, IB_WC_REM_INV_REQ_ERR,
-						 IB_WC_RECV,
-						 qp->resp.rwqe_offset, 0, 0,
-						 false);
+			sroce_recv_complete(qp, IB_WC_REM_INV_REQ_ERR,
+					    IB_WC_RECV, qp->resp.rwqe_offset,
+					    0, 0, false);
 			return SROCE_RESP_NAK_INV;
 		}
 		flags |= SROCE_WC_F_WITH_INV;
 		ex = pkt->ieth_rkey;
 	}
-	sroce_resp_complete_recv(qp, IB_WC_SUCCESS, IB_WC_RECV,
-				 qp->resp.rwqe_offset, flags, ex, pkt->bth.se);
+	sroce_recv_complete(qp, IB_WC_SUCCESS, IB_WC_RECV,
+			    qp->resp.rwqe_offset, flags, ex, pkt->bth.se);
 	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
 	return SROCE_RESP_OK;
 }
@@ -302,20 +184,18 @@ static enum sroce_resp_verdict sroce_resp_write(struct sroce_qp *qp,
 						const u8 *payload)
 {
 	u8 pos = pkt->info->pos;
-	bool first = pos == SROCE_POS_FIRST || pos == SROCE_POS_ONLY;
-	bool last = pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY;
+	bool first = sroce_pos_first(pos);
+	bool last = sroce_pos_last(pos);
 	bool imm = pkt->info->hdrs & SROCE_HDR_IMMDT;
 	struct sroce_mr *mr;
 	int r;
 
-	if (first == qp->resp.in_write)
-		return SROCE_RESP_NAK_INV;
-	/* IBTA C9-92: FIRST/MIDDLE carry the PMTU, ONLY/LAST no more. */
-	if (last ? pkt->payload_len > qp->mtu : pkt->payload_len != qp->mtu)
+	if (!sroce_resp_segment_ok(pos, qp->resp.in_write, pkt->payload_len,
+				   qp->mtu))
 		return SROCE_RESP_NAK_INV;
 	/* With immediate, a receive WQE is needed: check before placing. */
 	if (imm && !qp->resp.in_send) {
-		r = sroce_resp_get_rwqe(qp);
+		r = sroce_recv_take(qp);
 		if (r < 0)
 			return SROCE_RESP_NAK_OP;
 		if (!r)
@@ -350,12 +230,12 @@ static enum sroce_resp_verdict sroce_resp_write(struct sroce_qp *qp,
 		return SROCE_RESP_OK;
 	if (imm) {
 		/* byte_len of WRITE with immediate is the message length. */
-		sroce_resp_complete_recv(qp, IB_WC_SUCCESS,
-					 IB_WC_RECV_RDMA_WITH_IMM,
-					 qp->resp.write_len,
-					 SROCE_WC_F_WITH_IMM,
-					 (__force u32)cpu_to_be32(pkt->imm),
-					 pkt->bth.se);
+		sroce_recv_complete(qp, IB_WC_SUCCESS,
+				    IB_WC_RECV_RDMA_WITH_IMM,
+				    qp->resp.write_len,
+				    SROCE_WC_F_WITH_IMM,
+				    (__force u32)cpu_to_be32(pkt->imm),
+				    pkt->bth.se);
 	}
 	qp->resp.msn = sroce_msn_inc(qp->resp.msn);
 	return SROCE_RESP_OK;
@@ -536,8 +416,8 @@ static void sroce_resp_uc(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 			  const u8 *payload)
 {
 	u8 pos = pkt->info->pos;
-	bool first = pos == SROCE_POS_FIRST || pos == SROCE_POS_ONLY;
-	bool last = pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY;
+	bool first = sroce_pos_first(pos);
+	bool last = sroce_pos_last(pos);
 	enum sroce_resp_verdict v;
 
 	if (pkt->bth.psn != qp->resp.epsn || qp->resp.uc_drop) {
@@ -595,7 +475,7 @@ static enum sroce_resp_verdict sroce_resp_xrc_begin(struct sroce_qp *qp,
 	}
 	qp->resp.xsrq = srq;
 	if (pkt->info->kind == SROCE_KIND_SEND) {
-		if (pos == SROCE_POS_FIRST || pos == SROCE_POS_ONLY)
+		if (sroce_pos_first(pos))
 			qp->resp.xsrqn = pkt->xrc_srqn;
 		else if (pkt->xrc_srqn != qp->resp.xsrqn)
 			return SROCE_RESP_NAK_INV;
@@ -603,43 +483,67 @@ static enum sroce_resp_verdict sroce_resp_xrc_begin(struct sroce_qp *qp,
 	return SROCE_RESP_OK;
 }
 
-/*
- * Execute one request, resp_lock held. Returns true if the QP must go to
- * the error state (the caller does that after dropping the lock, with the
- * affiliated async event in *@event).
- */
-bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
-		       const u8 *payload, enum ib_event_type *event)
+/* modify_qp's attributes the responder keeps: the first PSN it expects. */
+void sroce_resp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
+		       int mask)
 {
-	enum sroce_resp_verdict v;
-	u32 psn = pkt->bth.psn;
+	if (mask & IB_QP_RQ_PSN)
+		qp->resp.epsn = attr->rq_psn & SROCE_PSN_MASK;
+}
 
-	if (qp->ibqp.qp_type == IB_QPT_UC) {
-		sroce_resp_uc(qp, pkt, payload);
-		return false;
-	}
-	switch (sroce_resp_classify(psn, qp->resp.epsn)) {
+/*
+ * The QP is dying (SROCE_QPF_DYING set, which the receive path checks
+ * under resp_lock before it queues behind a READ stream): wait for the
+ * READ stream's work and drop what waited behind it.
+ */
+void sroce_resp_stop(struct sroce_qp *qp)
+{
+	spin_lock_bh(&qp->resp_lock);
+	spin_unlock_bh(&qp->resp_lock);
+	cancel_work_sync(&qp->resp_work);
+	spin_lock_bh(&qp->resp_lock);
+	sroce_read_backlog_purge(qp);
+	spin_unlock_bh(&qp->resp_lock);
+}
+
+/*
+ * Whether request @pkt has the expected PSN; a duplicate is answered
+ * (IBTA C9-105) and one ahead of it NAKed, once per gap (C9-106).
+ * resp_lock held.
+ */
+static bool sroce_resp_in_sequence(struct sroce_qp *qp,
+				   const struct sroce_pkt *pkt)
+{
+	switch (sroce_resp_classify(pkt->bth.psn, qp->resp.epsn)) {
 	case SROCE_PSN_AHEAD:
-		/* One sequence NAK per gap, until the expected PSN comes. */
 		sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
 		if (!qp->resp.nak_sent) {
 			qp->resp.nak_sent = true;
 			sroce_resp_nak(qp, qp->resp.epsn,
 				       SROCE_NAK_PSN_SEQ_ERR);
 		}
-		goto out;
+		return false;
 	case SROCE_PSN_DUPLICATE:
 		sroce_resp_duplicate(qp, pkt);
-		goto out;
+		return false;
 	case SROCE_PSN_EXPECTED:
 		break;
 	}
 	qp->resp.nak_sent = false;
+	return true;
+}
+
+/* Execute request @pkt, which has the expected PSN. resp_lock held. */
+static enum sroce_resp_verdict sroce_resp_exec(struct sroce_qp *qp,
+					       const struct sroce_pkt *pkt,
+					       const u8 *payload)
+{
+	enum sroce_resp_verdict v;
 
 	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT) {
 		v = sroce_resp_xrc_begin(qp, pkt);
 		if (v != SROCE_RESP_OK)
-			goto verdict;
+			goto out;
 	}
 	switch (pkt->info->kind) {
 	case SROCE_KIND_SEND:
@@ -661,11 +565,22 @@ bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 		v = SROCE_RESP_NAK_INV;
 		break;
 	}
-verdict:
+out:
 	if (qp->resp.xsrq) {
 		sroce_srq_put(qp->resp.xsrq);
 		qp->resp.xsrq = NULL;
 	}
+	return v;
+}
+
+/*
+ * Act on verdict @v for request @pkt: the next expected PSN, and the ACK,
+ * RNR NAK or NAK it is answered with. resp_lock held.
+ */
+static void sroce_resp_answer(struct sroce_qp *qp, const struct sroce_pkt *pkt,
+			      enum sroce_resp_verdict v)
+{
+	u32 psn = pkt->bth.psn;
 
 	switch (v) {
 	case SROCE_RESP_OK:
@@ -695,14 +610,44 @@ verdict:
 	case SROCE_RESP_NAK_ACCESS:
 	case SROCE_RESP_NAK_OP:
 		sroce_resp_nak(qp, psn, sroce_resp_verdict_nak(v));
-		/* Class B/C errors: the responder's QP goes to error too. */
-		*event = v == SROCE_RESP_NAK_INV ? IB_EVENT_QP_REQ_ERR :
-			 v == SROCE_RESP_NAK_ACCESS ? IB_EVENT_QP_ACCESS_ERR :
-			 IB_EVENT_QP_FATAL;
-		return true;
+		break;
 	}
-out:
-	return false;
+}
+
+/*
+ * Handle one request, resp_lock held. Returns its verdict: one that
+ * sroce_resp_verdict_fatal() calls fatal takes the QP to the error state,
+ * which the caller does with sroce_resp_fail() once the lock is dropped.
+ * A request that was not executed (UC, out of sequence, a duplicate) is
+ * SROCE_RESP_DONE: answered as it needed.
+ */
+enum sroce_resp_verdict sroce_resp_handle(struct sroce_qp *qp,
+					  const struct sroce_pkt *pkt,
+					  const u8 *payload)
+{
+	enum sroce_resp_verdict v;
+
+	if (qp->ibqp.qp_type == IB_QPT_UC) {
+		sroce_resp_uc(qp, pkt, payload);
+		return SROCE_RESP_DONE;
+	}
+	if (!sroce_resp_in_sequence(qp, pkt))
+		return SROCE_RESP_DONE;
+	v = sroce_resp_exec(qp, pkt, payload);
+	sroce_resp_answer(qp, pkt, v);
+	return v;
+}
+
+/*
+ * The responder's QP goes to the error state after a class B or C error
+ * (IBTA 9.9.3.1), with the affiliated event that says which.
+ */
+void sroce_resp_fail(struct sroce_qp *qp, enum sroce_resp_verdict v)
+{
+	sroce_qp_async_error(qp, v == SROCE_RESP_NAK_INV ?
+				 IB_EVENT_QP_REQ_ERR :
+				 v == SROCE_RESP_NAK_ACCESS ?
+				 IB_EVENT_QP_ACCESS_ERR : IB_EVENT_QP_FATAL);
 }
 
 bool sroce_resp_state_ok(struct sroce_qp *qp)
@@ -711,83 +656,6 @@ bool sroce_resp_state_ok(struct sroce_qp *qp)
 
 	return state == IB_QPS_RTR || state == IB_QPS_RTS ||
 	       state == IB_QPS_SQD || state == IB_QPS_SQE;
-}
-
-/*
- * sroce_resp_ud_rcv - deliver a UD SEND (softirq)
- *
- * The receive buffer gets the 40-byte GRH first: the IPv6 header, or for
- * IPv4 20 zero bytes and the IPv4 header (union rdma_network_hdr), which is
- * where the kernel's ib_init_ah_attr_from_wc() and every RoCE consumer
- * expect it. No receive WQE: the packet is dropped (UD has no RNR).
- */
-void sroce_resp_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
-		       const struct sroce_pkt *pkt, const u8 *payload)
-{
-	struct net_device *ndev = qp->sdev->ndev;
-	union rdma_network_hdr hdr;
-	struct sroce_cqe cqe = {
-		.opcode = IB_WC_RECV,
-		.qp_num = qp->ibqp.qp_num,
-		.src_qp = pkt->deth.sqpn,
-		.wc_flags = SROCE_WC_F_GRH,
-		.port_num = 1,
-	};
-	bool ipv6 = ip_hdr(skb)->version == 6;
-	int r, status;
-
-	if (!sroce_resp_state_ok(qp)) {
-		sroce_stat_inc(qp->sdev, SROCE_CNT_RX_BAD_QP_STATE);
-		return;
-	}
-	if (pkt->deth.qkey != qp->attr.qkey) {
-		sroce_stat_inc(qp->sdev, SROCE_CNT_RX_BAD_QKEY);
-		return;
-	}
-	memset(&hdr, 0, sizeof(hdr));
-	if (ipv6)
-		memcpy(&hdr.ibgrh, ipv6_hdr(skb), sizeof(hdr.ibgrh));
-	else
-		memcpy(&hdr.roce4grh, ip_hdr(skb), sizeof(hdr.roce4grh));
-	cqe.network_hdr_type = ipv6 ? RDMA_NETWORK_IPV6 : RDMA_NETWORK_IPV4;
-	if (is_vlan_dev(ndev))
-		cqe.vlan_id = vlan_dev_vlan_id(ndev);
-	if (pkt->info->hdrs & SROCE_HDR_IMMDT) {
-		cqe.wc_flags |= SROCE_WC_F_WITH_IMM;
-		cqe.imm_or_inv = (__force u32)cpu_to_be32(pkt->imm);
-	}
-
-	spin_lock_bh(&qp->resp_lock);
-	r = sroce_resp_get_rwqe(qp);
-	if (r <= 0) {
-		spin_unlock_bh(&qp->resp_lock);
-		if (r < 0) {
-			sroce_qp_fatal(qp);
-			return;
-		}
-		sroce_stat_inc(qp->sdev, SROCE_CNT_UD_NO_RWQE);
-		return;
-	}
-	/*
-	 * A datagram longer than the receive WQE is dropped and the WQE kept
-	 * for the next one (IBTA class D; as rdma_rxe): completing it in
-	 * error would lose the buffer for ib_mad's GSI QP for good.
-	 */
-	if (sroce_resp_rwqe_room(qp) < sizeof(hdr) + pkt->payload_len) {
-		spin_unlock_bh(&qp->resp_lock);
-		sroce_stat_inc(qp->sdev, SROCE_CNT_UD_LEN_DROP);
-		return;
-	}
-	status = sroce_resp_place(qp, (const u8 *)&hdr, sizeof(hdr));
-	if (!status)
-		status = sroce_resp_place(qp, payload, pkt->payload_len);
-	cqe.status = status ? status : IB_WC_SUCCESS;
-	cqe.byte_len = qp->resp.rwqe_offset;
-	sroce_resp_post_cqe(qp, &cqe, pkt->bth.se);
-	spin_unlock_bh(&qp->resp_lock);
-	/* A receive completed in error takes the QP to the error state. */
-	if (status)
-		sroce_qp_error(qp);
 }
 
 /*
@@ -800,8 +668,7 @@ void sroce_resp_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload)
 {
-	enum ib_event_type event = SROCE_NO_EVENT;
-	bool err;
+	enum sroce_resp_verdict v;
 
 	if (!sroce_resp_state_ok(qp)) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_RX_BAD_QP_STATE);
@@ -812,37 +679,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		spin_unlock_bh(&qp->resp_lock);
 		return;
 	}
-	err = sroce_resp_handle(qp, pkt, payload, &event);
+	v = sroce_resp_handle(qp, pkt, payload);
 	spin_unlock_bh(&qp->resp_lock);
-	if (err)
-		sroce_qp_async_error(qp, event);
-}
-
-/* Flush posted receive WQEs. */
-void sroce_resp_flush(struct sroce_qp *qp)
-{
-	spin_lock_bh(&qp->resp_lock);
-	if (!sroce_qp_has_rq(qp)) {
-		/* Only the WQE this QP took; the rest belong to the SRQ. */
-		if (qp->resp.rwqe_held)
-			sroce_resp_complete_recv(qp, IB_WC_WR_FLUSH_ERR,
-						 IB_WC_RECV, 0, 0, 0, false);
-		qp->resp.in_send = false;
-		qp->resp.in_write = false;
-	} else if (qp->rq.hdr) {
-		int n = sroce_queue_count_produced(&qp->rq);
-
-		while (n-- > 0) {
-			if (sroce_resp_get_rwqe(qp) <= 0)
-				break;
-			sroce_resp_complete_recv(qp, IB_WC_WR_FLUSH_ERR,
-						 IB_WC_RECV, 0, 0, 0, false);
-		}
-		qp->resp.in_send = false;
-		qp->resp.in_write = false;
-	}
-	qp->resp.stream = NULL;
-	qp->resp.busy = false;
-	sroce_read_backlog_purge(qp);
-	spin_unlock_bh(&qp->resp_lock);
+	if (sroce_resp_verdict_fatal(v))
+		sroce_resp_fail(qp, v);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The RC responder's internals, shared by its two files: sroce_resp.c
- * (requests: checks, data placement, ACK/NAK, atomics, duplicates, UC, UD)
- * and sroce_read.c (READ resources, responses and streaming, the backlog
- * behind a stream). Everything here runs under the QP's resp_lock.
+ * The responder's internals, shared by its files: sroce_resp.c (requests:
+ * checks, data placement, ACK/NAK, atomics, duplicates, UC), sroce_read.c
+ * (READ resources, responses and streaming, the backlog behind a stream)
+ * and sroce_recv.c (receive WQEs, which UD's receive in sroce_ud.c uses
+ * too). Everything here runs under the QP's resp_lock.
  */
 #ifndef SROCE_RESP_H
 #define SROCE_RESP_H
@@ -23,14 +24,27 @@ enum sroce_res_kind {
 };
 
 /* sroce_resp.c */
-struct ib_pd *sroce_resp_pd(const struct sroce_qp *qp);
 struct sroce_mr *sroce_resp_rkey_pd(struct sroce_qp *qp, struct ib_pd *pd,
 				    u32 rkey, u64 va, u64 len, int access);
 struct sroce_mr *sroce_resp_rkey(struct sroce_qp *qp, u32 rkey, u64 va,
 				 u64 len, int access);
 bool sroce_resp_state_ok(struct sroce_qp *qp);
-bool sroce_resp_handle(struct sroce_qp *qp, const struct sroce_pkt *pkt,
-		       const u8 *payload, enum ib_event_type *event);
+enum sroce_resp_verdict sroce_resp_handle(struct sroce_qp *qp,
+					  const struct sroce_pkt *pkt,
+					  const u8 *payload);
+void sroce_resp_fail(struct sroce_qp *qp, enum sroce_resp_verdict v);
+
+/* sroce_recv.c: receive WQEs (also UD's, in sroce_ud.c) */
+struct sroce_cqe;
+struct ib_pd *sroce_recv_pd(const struct sroce_qp *qp);
+int sroce_recv_take(struct sroce_qp *qp);
+int sroce_recv_place(struct sroce_qp *qp, const u8 *data, u32 len);
+u64 sroce_recv_room(const struct sroce_qp *qp);
+void sroce_recv_post_cqe(struct sroce_qp *qp, struct sroce_cqe *cqe,
+			 bool solicited);
+void sroce_recv_complete(struct sroce_qp *qp, int status, u32 opcode,
+			 u32 byte_len, u32 wc_flags, u32 imm_or_inv,
+			 bool solicited);
 
 /* sroce_read.c */
 struct sroce_rd_res *sroce_read_res_alloc(struct sroce_qp *qp);

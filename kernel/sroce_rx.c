@@ -155,7 +155,7 @@ static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 		if (!(pkt->info->qpts & SROCE_QPT_UD))
 			sroce_stat_inc(sdev, SROCE_CNT_RX_BAD_OPCODE);
 		else
-			sroce_resp_ud_rcv(qp, skb, pkt, payload);
+			sroce_ud_rcv(qp, skb, pkt, payload);
 		goto out;
 	}
 	if (!sroce_rx_qp_accepts(qp, pkt)) {

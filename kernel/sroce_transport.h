@@ -27,24 +27,55 @@ struct sroce_txpkt {
 int sroce_tx_alloc(struct sroce_qp *qp, struct sroce_txpkt *tp, gfp_t gfp);
 int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp);
 void sroce_tx_free(struct sroce_txpkt *tp);
+u32 sroce_wire_len(const struct sroce_qp *qp, const struct sroce_pkt *pkt);
 
 /* sroce_rx.c: the UDP encapsulation receive hook */
 int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
 
-/* sroce_req.c: requester */
-void sroce_transport_init_qp(struct sroce_qp *qp);
-void sroce_transport_reset(struct sroce_qp *qp);
-void sroce_transport_stop(struct sroce_qp *qp);
-void sroce_qp_flush(struct sroce_qp *qp);
-void sroce_qp_flush_sq(struct sroce_qp *qp);
+/*
+ * Each part of a QP's transport state has an owner with its own init (at
+ * create), reset (modify_qp to RESET, sq_lock and resp_lock held), modify
+ * (the attributes it keeps, same locks) and stop (destroy, once
+ * SROCE_QPF_DYING is set): sroce_qp.c calls them, in that order of parts.
+ */
+struct ib_qp_attr;
+
+/* sroce_req.c: the requester of connected QPs (RC, UC, XRC initiator) */
+void sroce_req_init(struct sroce_qp *qp);
+void sroce_req_reset(struct sroce_qp *qp);
+void sroce_req_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
+		      int mask);
+void sroce_req_stop(struct sroce_qp *qp);
 void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline);
+
+/* sroce_sq.c: the send queue's shadow, fetch and flush */
 u32 sroce_wqe_len(const struct sroce_send_wqe *w);
+u32 sroce_wqe_npsn(struct sroce_qp *qp, const struct sroce_send_wqe *w);
 int sroce_wqe_data(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 		   u32 off, void *buf, u32 len, enum sroce_copy_dir dir,
 		   int access);
+bool sroce_sq_fetch(struct sroce_qp *qp);
+int sroce_sq_next(struct sroce_qp *qp, u32 *idx);
+void sroce_sq_fail(struct sroce_qp *qp);
+void sroce_sq_retire_unlock(struct sroce_qp *qp) __releases(&qp->sq_lock);
+void sroce_sq_flush(struct sroce_qp *qp);
+void sroce_sq_reset(struct sroce_qp *qp);
+
+/* sroce_ud.c: UD and GSI send and receive */
+int sroce_ud_send_one(struct sroce_qp *qp);
+void sroce_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		  const struct sroce_pkt *pkt, const u8 *payload);
+
+/* sroce_qp.c */
+void sroce_qp_flush(struct sroce_qp *qp);
 
 /* sroce_comp.c: completer, retransmit and RNR timers, go-back-N */
 void sroce_comp_init(struct sroce_qp *qp);
+void sroce_comp_reset(struct sroce_qp *qp);
+void sroce_comp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
+		       int mask);
+bool sroce_comp_sqd_begin(struct sroce_qp *qp);
+void sroce_comp_stop(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload);
 bool sroce_comp_retire(struct sroce_qp *qp);
@@ -53,15 +84,18 @@ void sroce_comp_rewind(struct sroce_qp *qp);
 bool sroce_sqd_drained(struct sroce_qp *qp);
 void sroce_sqd_notify(struct sroce_qp *qp);
 
-u32 sroce_wire_len(const struct sroce_qp *qp, const struct sroce_pkt *pkt);
-
 /* sroce_resp.c: responder */
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload);
-void sroce_resp_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
-		       const struct sroce_pkt *pkt, const u8 *payload);
-void sroce_resp_flush(struct sroce_qp *qp);
+void sroce_resp_init(struct sroce_qp *qp);
 void sroce_resp_reset(struct sroce_qp *qp);
+void sroce_resp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
+		       int mask);
+void sroce_resp_stop(struct sroce_qp *qp);
+
+/* sroce_recv.c: receive WQEs */
+void sroce_recv_flush(struct sroce_qp *qp);
+void sroce_recv_reset(struct sroce_qp *qp);
 
 /* sroce_read.c: the responder's READ side */
 int sroce_read_set_res(struct sroce_qp *qp, u32 n);

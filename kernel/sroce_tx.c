@@ -128,6 +128,60 @@ static struct dst_entry *sroce_route6(struct sroce_qp *qp,
 	return dst;
 }
 
+/* Push the UDP header: RoCEv2's port, a zero checksum (the ICRC protects). */
+static void sroce_tx_push_udp(struct sk_buff *skb, u16 sport)
+{
+	struct udphdr *udph;
+
+	__skb_push(skb, sizeof(*udph));
+	skb_reset_transport_header(skb);
+	udph = udp_hdr(skb);
+	udph->source = htons(sport);
+	udph->dest = htons(SROCE_ROCEV2_UDP_PORT);
+	udph->len = htons(skb->len);
+	udph->check = 0;
+}
+
+static void sroce_tx_push_ip6(struct sk_buff *skb, const struct sroce_path *p,
+			      u8 tos)
+{
+	struct ipv6hdr *ip6h;
+
+	__skb_push(skb, sizeof(*ip6h));
+	skb_reset_network_header(skb);
+	ip6h = ipv6_hdr(skb);
+	ip6_flow_hdr(ip6h, tos, htonl(p->flow_label));
+	ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
+	ip6h->nexthdr = IPPROTO_UDP;
+	ip6h->hop_limit = p->ttl;
+	ip6h->saddr = p->saddr.v6;
+	ip6h->daddr = p->daddr.v6;
+	skb->protocol = htons(ETH_P_IPV6);
+}
+
+/* IPv4 with DF set: RoCE packets are sized to the path MTU, never split. */
+static void sroce_tx_push_ip4(struct sroce_dev *sdev, struct sk_buff *skb,
+			      const struct sroce_path *p, u8 tos)
+{
+	struct iphdr *iph;
+
+	__skb_push(skb, sizeof(*iph));
+	skb_reset_network_header(skb);
+	iph = ip_hdr(skb);
+	iph->version = IPVERSION;
+	iph->ihl = sizeof(*iph) >> 2;
+	iph->tos = tos;
+	iph->tot_len = htons(skb->len);
+	iph->frag_off = htons(IP_DF);
+	iph->ttl = p->ttl;
+	iph->protocol = IPPROTO_UDP;
+	iph->saddr = p->saddr.v4;
+	iph->daddr = p->daddr.v4;
+	__ip_select_ident(sdev->net, iph, 1);
+	iph->check = 0;
+	skb->protocol = htons(ETH_P_IP);
+}
+
 /**
  * sroce_tx_send - add IP/UDP headers and the ICRC to @tp's skb, send it
  * @qp: the sending QP (its resolved path)
@@ -141,7 +195,6 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 	struct sroce_dev *sdev = qp->sdev;
 	struct dst_entry *dst;
 	struct sroce_path p;
-	struct udphdr *udph;
 	u32 icrc, len, roce_len;
 	unsigned int seq;
 	u8 *trailer, tos;
@@ -170,53 +223,15 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 	trailer = skb_put(skb, SROCE_ICRC_LEN);
 	/* Byte counters count RoCE bytes, BTH through ICRC, on both sides. */
 	roce_len = skb->len;
-
-	__skb_push(skb, sizeof(*udph));
-	skb_reset_transport_header(skb);
-	udph = udp_hdr(skb);
-	udph->source = htons(sport);
-	udph->dest = htons(SROCE_ROCEV2_UDP_PORT);
-	udph->len = htons(skb->len);
-	/* RoCEv2 sends a zero UDP checksum; the ICRC protects the packet. */
-	udph->check = 0;
-
+	sroce_tx_push_udp(skb, sport);
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
 	skb->ip_summed = CHECKSUM_NONE;
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
-
-	if (p.ipv6) {
-		struct ipv6hdr *ip6h;
-
-		__skb_push(skb, sizeof(*ip6h));
-		skb_reset_network_header(skb);
-		ip6h = ipv6_hdr(skb);
-		ip6_flow_hdr(ip6h, tos, htonl(p.flow_label));
-		ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
-		ip6h->nexthdr = IPPROTO_UDP;
-		ip6h->hop_limit = p.ttl;
-		ip6h->saddr = p.saddr.v6;
-		ip6h->daddr = p.daddr.v6;
-		skb->protocol = htons(ETH_P_IPV6);
-	} else {
-		struct iphdr *iph;
-
-		__skb_push(skb, sizeof(*iph));
-		skb_reset_network_header(skb);
-		iph = ip_hdr(skb);
-		iph->version = IPVERSION;
-		iph->ihl = sizeof(*iph) >> 2;
-		iph->tos = tos;
-		iph->tot_len = htons(skb->len);
-		iph->frag_off = htons(IP_DF);
-		iph->ttl = p.ttl;
-		iph->protocol = IPPROTO_UDP;
-		iph->saddr = p.saddr.v4;
-		iph->daddr = p.daddr.v4;
-		__ip_select_ident(sdev->net, iph, 1);
-		iph->check = 0;
-		skb->protocol = htons(ETH_P_IP);
-	}
+	if (p.ipv6)
+		sroce_tx_push_ip6(skb, &p, tos);
+	else
+		sroce_tx_push_ip4(sdev, skb, &p, tos);
 
 	len = skb->len - SROCE_ICRC_LEN;
 	if (!sroce_icrc_packet(skb->data, len, &icrc)) {
@@ -243,4 +258,16 @@ drop:
 	kfree_skb(skb);
 	sroce_stat_inc(sdev, SROCE_CNT_TX_DROP);
 	return err;
+}
+
+/* Bytes @pkt takes on the wire (Ethernet frame without FCS). */
+u32 sroce_wire_len(const struct sroce_qp *qp, const struct sroce_pkt *pkt)
+{
+	const struct sroce_opcode_info *info = sroce_opcode_info(pkt->bth.opcode);
+
+	return ETH_HLEN + (qp->av.p.ipv6 ? sizeof(struct ipv6hdr) :
+					   sizeof(struct iphdr)) +
+	       sizeof(struct udphdr) + (info ? info->hdr_len : 0) +
+	       pkt->payload_len + sroce_pad_len(pkt->payload_len) +
+	       SROCE_ICRC_LEN;
 }

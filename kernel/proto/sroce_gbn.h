@@ -30,6 +30,13 @@
 /* Doublings of the ACK timeout, at most. */
 #define SROCE_RTO_MAX_BACKOFF		3
 
+/* What one response means for the requester: the completer's verdict. */
+enum sroce_comp_verdict {
+	SROCE_COMP_OK,		/* progress, or nothing (a stale or bad response) */
+	SROCE_COMP_RETRY,	/* go back: resend from the oldest unacknowledged PSN */
+	SROCE_COMP_FATAL,	/* a WQE completed in error: the QP goes to error */
+};
+
 /*
  * The ACK timeout in ns after @backoff doublings, for the QP's timeout
  * exponent @timeout (0: no timer, and 0 is returned).

@@ -11,6 +11,7 @@
 #define SROCE_RESPONDER_H
 
 #include "sroce_aeth.h"
+#include "sroce_hdr.h"
 #include "sroce_psn.h"
 #include "sroce_range.h"
 
@@ -169,6 +170,33 @@ enum sroce_resp_verdict {
 	SROCE_RESP_NAK_OP,	/* class B: remote operational error */
 };
 
+/* Whether a packet at position @pos starts, or ends, its message. */
+static inline bool sroce_pos_first(u8 pos)
+{
+	return pos == SROCE_POS_FIRST || pos == SROCE_POS_ONLY;
+}
+
+static inline bool sroce_pos_last(u8 pos)
+{
+	return pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY;
+}
+
+/*
+ * Whether a SEND or WRITE packet at position @pos with @len payload bytes
+ * fits the message the responder is in (@in_msg: its FIRST came, its LAST
+ * not yet) on a path MTU of @mtu. A FIRST or ONLY may only start a message
+ * and a MIDDLE or LAST only continue one (else: an opcode sequence error);
+ * FIRST and MIDDLE carry exactly the PMTU, ONLY and LAST at most that
+ * (IBTA C9-92). Either failure is an invalid request.
+ */
+static inline bool sroce_resp_segment_ok(u8 pos, bool in_msg, u32 len,
+					 u32 mtu)
+{
+	if (sroce_pos_first(pos) == in_msg)
+		return false;
+	return sroce_pos_last(pos) ? len <= mtu : len == mtu;
+}
+
 /* The NAK code an error verdict is answered with (the AETH NAK codes). */
 static inline u8 sroce_resp_verdict_nak(enum sroce_resp_verdict v)
 {
@@ -180,6 +208,16 @@ static inline u8 sroce_resp_verdict_nak(enum sroce_resp_verdict v)
 	default:
 		return SROCE_NAK_INVALID_REQ;
 	}
+}
+
+/*
+ * Whether verdict @v is a class B or C error, after which the responder's
+ * QP goes to the error state too (IBTA 9.9.3.1); RNR is not an error.
+ */
+static inline bool sroce_resp_verdict_fatal(enum sroce_resp_verdict v)
+{
+	return v == SROCE_RESP_NAK_INV || v == SROCE_RESP_NAK_ACCESS ||
+	       v == SROCE_RESP_NAK_OP;
 }
 
 #endif /* SROCE_RESPONDER_H */

@@ -9,7 +9,8 @@
  * never moves backwards, an honest retry is never refused, an ACK is taken
  * only for what was sent, a WQE completes only when wholly covered, a
  * READ response is never over the MTU or the rest, and the resume point
- * after going back N lies inside the message.
+ * after going back N lies inside the message, a SEND or WRITE segment is
+ * taken only in sequence and within the PMTU.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -151,7 +152,11 @@ static void fuzz_responder_misc(struct in *in)
 	enum sroce_psn_class c = sroce_resp_classify(psn, epsn);
 	u32 slots = take(in, 2);
 	s32 bd = (s32)take(in, 4);
-	u8 nak = sroce_resp_verdict_nak((enum sroce_resp_verdict)(take(in, 1) % 6));
+	enum sroce_resp_verdict v = (enum sroce_resp_verdict)(take(in, 1) % 6);
+	u8 nak = sroce_resp_verdict_nak(v);
+	u8 pos = take(in, 1) % 4;
+	bool in_msg = take(in, 1) & 1;
+	u32 mtu = take_mtu(in), len = take(in, 2);
 
 	CHECK(c == (d < 0 ? SROCE_PSN_DUPLICATE :
 		    d > 0 ? SROCE_PSN_AHEAD : SROCE_PSN_EXPECTED));
@@ -160,6 +165,13 @@ static void fuzz_responder_misc(struct in *in)
 	CHECK(nak == SROCE_NAK_INVALID_REQ ||
 	      nak == SROCE_NAK_REMOTE_ACCESS_ERR ||
 	      nak == SROCE_NAK_REMOTE_OP_ERR);
+	CHECK(sroce_resp_verdict_fatal(v) == (v >= SROCE_RESP_NAK_INV));
+	/* A segment taken is in sequence and never over the PMTU. */
+	if (sroce_resp_segment_ok(pos, in_msg, len, mtu)) {
+		CHECK(sroce_pos_first(pos) != in_msg);
+		CHECK(len <= mtu);
+		CHECK(sroce_pos_last(pos) || len == mtu);
+	}
 }
 
 static void fuzz_completer(struct in *in)

@@ -207,4 +207,50 @@ TEST(ResponderVerdict, ErrorsBecomeTheirNak)
 	EXPECT_EQ(sroce_resp_verdict_nak(SROCE_RESP_NAK_OP), SROCE_NAK_REMOTE_OP_ERR);
 }
 
+// After a class B or C error the responder's QP goes to the error state too;
+// success, an answer already sent and RNR (a retry later) leave it running.
+TEST(ResponderVerdict, OnlyErrorsAreFatal)
+{
+	EXPECT_FALSE(sroce_resp_verdict_fatal(SROCE_RESP_OK));
+	EXPECT_FALSE(sroce_resp_verdict_fatal(SROCE_RESP_DONE));
+	EXPECT_FALSE(sroce_resp_verdict_fatal(SROCE_RESP_RNR));
+	EXPECT_TRUE(sroce_resp_verdict_fatal(SROCE_RESP_NAK_INV));
+	EXPECT_TRUE(sroce_resp_verdict_fatal(SROCE_RESP_NAK_ACCESS));
+	EXPECT_TRUE(sroce_resp_verdict_fatal(SROCE_RESP_NAK_OP));
+}
+
+// A SEND or WRITE packet must fit the message the responder is in: FIRST
+// and ONLY start one, MIDDLE and LAST continue one; FIRST and MIDDLE carry
+// exactly the PMTU, ONLY and LAST at most that (IBTA C9-92).
+TEST(ResponderSegment, FitsTheMessageAndThePmtu)
+{
+	const u32 mtu = 1024;
+	struct {
+		u8 pos;
+		bool in_msg;
+		u32 len;
+		bool ok;
+	} rules[] = {
+		{ SROCE_POS_FIRST, false, mtu, true },
+		{ SROCE_POS_FIRST, false, mtu - 1, false },	// short FIRST
+		{ SROCE_POS_FIRST, true, mtu, false },		// FIRST inside a message
+		{ SROCE_POS_MIDDLE, true, mtu, true },
+		{ SROCE_POS_MIDDLE, true, mtu + 1, false },	// over the PMTU
+		{ SROCE_POS_MIDDLE, false, mtu, false },	// MIDDLE with no FIRST
+		{ SROCE_POS_LAST, true, 1, true },
+		{ SROCE_POS_LAST, true, 0, true },
+		{ SROCE_POS_LAST, true, mtu + 1, false },
+		{ SROCE_POS_LAST, false, 1, false },		// LAST with no FIRST
+		{ SROCE_POS_ONLY, false, 0, true },
+		{ SROCE_POS_ONLY, false, mtu, true },
+		{ SROCE_POS_ONLY, false, mtu + 1, false },
+		{ SROCE_POS_ONLY, true, 1, false },		// ONLY inside a message
+	};
+	for (const auto &r : rules)
+		EXPECT_EQ(sroce_resp_segment_ok(r.pos, r.in_msg, r.len, mtu), r.ok)
+			<< "pos " << int(r.pos) << " in_msg " << r.in_msg << " len " << r.len;
+	EXPECT_TRUE(sroce_pos_first(SROCE_POS_ONLY) && sroce_pos_last(SROCE_POS_ONLY));
+	EXPECT_FALSE(sroce_pos_first(SROCE_POS_MIDDLE) || sroce_pos_last(SROCE_POS_MIDDLE));
+}
+
 } // namespace

@@ -160,10 +160,10 @@ void sroce_cc_qp_init(struct sroce_qp *qp)
 	struct sroce_cc_qp *cc = &qp->cc;
 
 	spin_lock_init(&cc->lock);
-	hrtimer_init(&cc->inc_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
-	cc->inc_timer.function = sroce_cc_inc_timeout;
-	hrtimer_init(&cc->pace_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
-	cc->pace_timer.function = sroce_cc_pace_timeout;
+	hrtimer_setup(&cc->inc_timer, sroce_cc_inc_timeout, CLOCK_MONOTONIC,
+		      HRTIMER_MODE_REL_SOFT);
+	hrtimer_setup(&cc->pace_timer, sroce_cc_pace_timeout, CLOCK_MONOTONIC,
+		      HRTIMER_MODE_ABS_SOFT);
 	sroce_dcqcn_rp_init(&cc->rp, sroce_cc_params(qp), qp->sdev->line_kbps,
 			    ktime_get_ns());
 }

@@ -467,7 +467,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		sroce_comp_rewind(qp);
 	err = sroce_comp_retire(qp) || v == SROCE_COMP_FATAL;
 	if (qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched)
-		del_timer(&qp->comp.retrans_timer);
+		timer_delete(&qp->comp.retrans_timer);
 	else if (v != SROCE_COMP_FATAL)
 		sroce_comp_arm_retrans(qp);
 	/*
@@ -490,7 +490,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 
 static void sroce_comp_retrans_timeout(struct timer_list *t)
 {
-	struct sroce_qp *qp = from_timer(qp, t, comp.retrans_timer);
+	struct sroce_qp *qp = timer_container_of(qp, t, comp.retrans_timer);
 	bool fatal = false;
 
 	spin_lock_bh(&qp->sq_lock);
@@ -536,7 +536,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 
 static void sroce_comp_rnr_timeout(struct timer_list *t)
 {
-	struct sroce_qp *qp = from_timer(qp, t, comp.rnr_timer);
+	struct sroce_qp *qp = timer_container_of(qp, t, comp.rnr_timer);
 
 	spin_lock_bh(&qp->sq_lock);
 	qp->comp.rnr_wait = false;
@@ -555,8 +555,8 @@ void sroce_comp_init(struct sroce_qp *qp)
 /* Back to RESET: nothing outstanding, no timer. Locks held by the caller. */
 void sroce_comp_reset(struct sroce_qp *qp)
 {
-	del_timer(&qp->comp.retrans_timer);
-	del_timer(&qp->comp.rnr_timer);
+	timer_delete(&qp->comp.retrans_timer);
+	timer_delete(&qp->comp.rnr_timer);
 	qp->comp.idx = 0;
 	qp->comp.psn = 0;
 	qp->comp.rnr_wait = false;
@@ -598,6 +598,6 @@ bool sroce_comp_sqd_begin(struct sroce_qp *qp)
 /* The QP is dying (SROCE_QPF_DYING set): wait for the timers to end. */
 void sroce_comp_stop(struct sroce_qp *qp)
 {
-	del_timer_sync(&qp->comp.retrans_timer);
-	del_timer_sync(&qp->comp.rnr_timer);
+	timer_delete_sync(&qp->comp.retrans_timer);
+	timer_delete_sync(&qp->comp.rnr_timer);
 }

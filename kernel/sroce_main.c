@@ -57,11 +57,9 @@ static int sroce_newlink_locked(const char *ibdev_name,
 		return -EEXIST;
 	}
 
-	other = ib_device_get_by_name(ibdev_name, RDMA_DRIVER_UNKNOWN);
-	if (other) {
+	if (sroce_ib_name_taken(ibdev_name)) {
 		pr_err("sroce: an RDMA device named %s already exists\n",
 		       ibdev_name);
-		ib_device_put(other);
 		return -EEXIST;
 	}
 

@@ -51,7 +51,7 @@ static struct socket *sroce_sock_open(struct net *net, bool ipv6)
 	err = udp_sock_create(net, &cfg, &sock);
 	if (err)
 		return ERR_PTR(err);
-	setup_udp_tunnel_sock(net, sock, &tcfg);
+	sroce_udp_tunnel_setup(net, sock, &tcfg);
 	return sock;
 }
 
@@ -92,7 +92,7 @@ struct sroce_net *sroce_net_get(struct net *net)
 	sock = sroce_sock_open(net, true);
 	if (IS_ERR(sock)) {
 		if (PTR_ERR(sock) == -EADDRINUSE) {
-			udp_tunnel_sock_release(sn->sk4);
+			sroce_udp_tunnel_release(sn->sk4);
 			sn->sk4 = NULL;
 			sn->users--;
 			mutex_unlock(&sn->lock);
@@ -112,9 +112,9 @@ struct sroce_net *sroce_net_get(struct net *net)
 static void sroce_net_close(struct sroce_net *sn)
 {
 	if (sn->sk6)
-		udp_tunnel_sock_release(sn->sk6);
+		sroce_udp_tunnel_release(sn->sk6);
 	if (sn->sk4)
-		udp_tunnel_sock_release(sn->sk4);
+		sroce_udp_tunnel_release(sn->sk4);
 	sn->sk6 = NULL;
 	sn->sk4 = NULL;
 }

@@ -15,7 +15,6 @@
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
-#include <net/ipv6_stubs.h>
 #include <net/route.h>
 
 #include "sroce.h"
@@ -119,7 +118,7 @@ static struct dst_entry *sroce_route6(struct sroce_qp *qp,
 	fl6.saddr = p->saddr.v6;
 	fl6.daddr = p->daddr.v6;
 	fl6.flowi6_proto = IPPROTO_UDP;
-	dst = ipv6_stub->ipv6_dst_lookup_flow(qp->sdev->net, NULL, &fl6, NULL);
+	dst = sroce_ip6_dst_lookup(qp->sdev->net, &fl6);
 	if (IS_ERR(dst))
 		return NULL;
 	dst_cache_set_ip6(&av->dst, dst, &fl6.saddr);

@@ -14,21 +14,30 @@
  * hdr_len is spelled out rather than summed from hdrs so the table reads
  * like the spec; test_hdr.cpp recomputes it from hdrs for every opcode.
  */
-#define OP(op, hdrs_, len_, kind_, pos_, qpts_, payload_, request_)	\
+#define OPK(op, hdrs_, len_, kind_, pos_, qpts_, payload_, request_)	\
 	[SROCE_OP_##op] = {						\
 		.name = #op,						\
 		.hdrs = (hdrs_),					\
 		.hdr_len = (len_),					\
-		.kind = SROCE_KIND_##kind_,				\
+		.kind = (kind_),					\
 		.pos = SROCE_POS_##pos_,				\
 		.qpts = (qpts_),					\
 		.payload = (payload_),					\
 		.request = (request_),					\
 	}
 
+/*
+ * The kind is pasted where it is first named: READ and WRITE are kernel
+ * macros (0 and 1; in <linux/types.h> from 7.x on, so every file sees
+ * them), and an argument passed on unpasted would become their values.
+ */
+#define OP(op, hdrs_, len_, kind_, pos_, qpts_, payload_, request_)	\
+	OPK(op, hdrs_, len_, SROCE_KIND_##kind_, pos_, qpts_, payload_,	\
+	    request_)
+
 /* Requests that carry data: SEND and RDMA WRITE, shared by RC and UC. */
 #define DATA_OP(op, hdrs_, len_, kind_, pos_, qpt_)			\
-	OP(op, hdrs_, len_, kind_, pos_, qpt_, 1, 1)
+	OPK(op, hdrs_, len_, SROCE_KIND_##kind_, pos_, qpt_, 1, 1)
 
 #define IMM	SROCE_HDR_IMMDT
 #define RETH	SROCE_HDR_RETH

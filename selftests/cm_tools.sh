@@ -119,8 +119,9 @@ done
 nf=$failures
 for d in "$da" "$db"; do
 	r=$(counter "$d" rcvd_pkts)
-	bad=$(($(counter "$d" rcvd_malformed) + $(counter "$d" rcvd_no_qp) + $(counter "$d" rcvd_icrc_err)))
-	log "$d: rcvd_pkts ${rcvd0[$d]} -> $r, malformed+no_qp+icrc $bad"
+	m=$(counter "$d" rcvd_malformed) nq=$(counter "$d" rcvd_no_qp) ic=$(counter "$d" rcvd_icrc_err)
+	bad=$((m + nq + ic))
+	log "$d: rcvd_pkts ${rcvd0[$d]} -> $r, rcvd_malformed $m, rcvd_no_qp $nq, rcvd_icrc_err $ic"
 	((r > rcvd0[$d])) || { log "not ok: $d received nothing"; failures=$((failures + 1)); }
 	((bad == 0)) || { log "not ok: $d dropped $bad packets"; failures=$((failures + 1)); }
 done

@@ -313,6 +313,23 @@ sr_gid_index() {
 	return 1
 }
 
+# sr_wait_gid DEV ADDR: wait up to 10 s for DEV port 1's RoCE v2 GID of
+# ADDR; fails the test, listing the GIDs DEV has, if none appears.
+sr_wait_gid() {
+	wait_for "sr_gid_index $1 $2" 10 || fail "$1: no RoCE v2 GID for $2: $(sr_gids "$1")"
+}
+
+# sr_gid_of DEV ADDR: sr_wait_gid, then print the GID's index.
+sr_gid_of() {
+	sr_wait_gid "$1" "$2"
+	sr_gid_index "$1" "$2"
+}
+
+# sr_gid_text ADDR: the GID as the ibv_*_pingpong tools print it (inet_ntop)
+# for an address already written canonically (IPv4 as ::ffff:a.b.c.d);
+# sr_ip_text canonicalises any IPv6 spelling, at the cost of a python run.
+sr_gid_text() { if [[ $1 == *:* ]]; then echo "$1"; else echo "::ffff:$1"; fi; }
+
 # sr_gids DEV: "INDEX GID TYPE NDEV" for each valid GID of DEV port 1 (TYPE
 # is two words, "RoCE v2"), by index; an entry whose type or netdev cannot be
 # read (unused ones fail with EINVAL) is left out. Bash's read only: tests
@@ -432,4 +449,105 @@ sr_capture_stop() {
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
 	wait "$pid" 2>/dev/null || true
+}
+
+# --- servers and the ibv_*_pingpong runs ------------------------------------------
+
+# sr_untrapped CMD...: for servers started with &: a failing server is
+# reported by whoever waits for it, not by lib.sh's ERR trap in its subshell.
+sr_untrapped() {
+	trap - ERR
+	"$@"
+}
+
+# sr_listening NS PORT: something listens on TCP PORT in namespace NS.
+sr_listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
+
+# sr_pp PROG SRV_TIMEOUT CLI_TIMEOUT TAG SIZE ITERS NQP SNS SDEV SGID CNS CDEV
+#       CGID ADDR SADDR CADDR [ARGS...]:
+# one ibv_*_pingpong (PROG) exchange: the server (SNS/SDEV/SGID) and the
+# client (CNS/CDEV/CGID, connecting to ADDR over TCP), both with -s SIZE
+# -n ITERS (and -q NQP unless NQP is empty) ARGS, each under its timeout;
+# SADDR/CADDR are the addresses of their GIDs. Then both sides' reports are
+# checked (sr_pp_verify) and the exchange is one subtest. Counts a failure
+# in the caller's $failures rather than ending the test, so that one broken
+# case does not hide the others. Uses the caller's $tmp and $next_port.
+# shellcheck disable=SC2154 # $tmp is the caller's
+sr_pp() {
+	local prog=$1 st=$2 ct=$3 tag=$4 size=$5 iters=$6 nqp=$7 sns=$8 sdev=$9
+	local sgid=${10} cns=${11} cdev=${12} cgid=${13} addr=${14} saddr=${15}
+	local caddr=${16}
+	shift 16
+	local port=$((next_port++)) spid src=0 crc=0 t0 why=''
+	local -a common=("$prog" -p "$port" -s "$size" -n "$iters")
+	[[ -z $nqp ]] || common+=(-q "$nqp")
+	common+=("$@")
+	log "--- $tag: size $size, $iters iters${nqp:+, $nqp QPs}${*:+, $*}"
+	log "+ [${sns}] ${common[*]} -d $sdev -g $sgid"
+	log "+ [${cns}] ${common[*]} -d $cdev -g $cgid $addr"
+	t0=$SECONDS
+	sr_untrapped ns_exec "$sns" timeout "$st" "${common[@]}" -d "$sdev" -g "$sgid" >"$tmp/$tag.srv" 2>&1 &
+	spid=$!
+	if ! wait_for "sr_listening $sns $port" 20; then
+		kill "$spid" 2>/dev/null || true
+		wait "$spid" 2>/dev/null || true
+		why="server did not listen on TCP $port"
+	else
+		ns_exec "$cns" timeout "$ct" "${common[@]}" -d "$cdev" -g "$cgid" "$addr" >"$tmp/$tag.cli" 2>&1 || crc=$?
+		# A client that failed leaves the server waiting for completions.
+		[[ $crc == 0 ]] || wait_for "! kill -0 $spid" 5 || kill "$spid" 2>/dev/null || true
+		wait "$spid" || src=$?
+		[[ $crc == 0 ]] || why="client exited with $crc"
+		[[ $src == 0 ]] || why="${why:+$why, }server exited with $src"
+	fi
+	[[ -n "$why" ]] || why=$(sr_pp_verify "$tmp/$tag" "$size" "$iters" "$nqp" "$saddr" "$caddr")
+	if [[ -n "$why" ]]; then
+		failures=$((failures + 1))
+		subtest_fail "$tag" "$why"
+		sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
+		sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
+		log "  kernel log since the start of the test:"
+		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
+		return 0
+	fi
+	log "ok: $tag ($((SECONDS - t0))s): $(grep -h 'bytes in' "$tmp/$tag.cli")," \
+		"$(grep -h 'iters in' "$tmp/$tag.cli" | sed 's/.*= //')"
+	subtest_ok "$tag"
+}
+
+# sr_pp_verify BASE SIZE ITERS NQP SADDR CADDR: empty output if both sides'
+# reports (BASE.srv, BASE.cli) are right, else what is wrong: no -c data
+# error, 2 x SIZE x ITERS bytes, ITERS iterations at a non-zero usec/iter,
+# and the peer's GID as the remote address (once per QP if NQP is set).
+sr_pp_verify() {
+	local base=$1 size=$2 iters=$3 nqp=$4 saddr=$5 caddr=$6 side f peer line b n usec
+	local want_bytes=$((2 * size * iters)) want_gid nrem
+	for side in srv cli; do
+		f=$base.$side
+		if [[ $side == srv ]]; then peer=$caddr; else peer=$saddr; fi
+		if grep -qi 'invalid data' "$f"; then
+			echo "$side: received data failed the -c check: $(grep -i 'invalid data' "$f" | head -n 3 | xargs)"
+			return
+		fi
+		line=$(grep -E '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$' "$f") ||
+			{ echo "$side: no 'bytes in ... seconds' line"; return; }
+		read -r b _ <<<"$line"
+		[[ $b == "$want_bytes" ]] || { echo "$side: $b bytes, want $want_bytes"; return; }
+		line=$(grep -E '^[0-9]+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter$' "$f") ||
+			{ echo "$side: no 'iters in ... seconds' line"; return; }
+		read -r n _ _ _ _ _ usec _ <<<"$line"
+		[[ $n == "$iters" ]] || { echo "$side: $n iters, want $iters"; return; }
+		# (The Mbit/sec figure of tiny messages rounds to 0.00; usec/iter does not.)
+		awk -v u="$usec" 'BEGIN { exit !(u > 0) }' || { echo "$side: $usec usec/iter"; return; }
+		want_gid=$(sr_gid_text "$peer")
+		if [[ -z $nqp ]]; then
+			grep -qE "remote address: .* GID $want_gid\$" "$f" ||
+				{ echo "$side: remote GID is not $want_gid"; return; }
+		else
+			nrem=$(grep -cE "remote address: .* GID $want_gid\$" "$f" || true)
+			[[ $nrem == "$nqp" ]] ||
+				{ echo "$side: $nrem remote addresses with GID $want_gid, want one per QP ($nqp)"; return; }
+		fi
+	done
+	return 0
 }

@@ -30,41 +30,6 @@ backend=${SROCE_RC_BACKEND:-sroce}
 [[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
 require_cmd ip rdma ss jq timeout ibv_rc_pingpong ib_write_bw ib_read_bw
 
-# gid_sysfs ADDR: the sysfs spelling of ADDR's RoCE v2 GID, in pure bash
-# (python's start-up costs seconds under TCG).
-gid_sysfs() {
-	local a=$1 l r g out=() i n
-	local -a o lg rg
-	if [[ $a != *:* ]]; then
-		IFS=. read -ra o <<<"$a"
-		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "${o[@]}"
-		return
-	fi
-	if [[ $a == *::* ]]; then l=${a%%::*} r=${a#*::}; else l=$a r=''; fi
-	IFS=: read -ra lg <<<"$l"
-	IFS=: read -ra rg <<<"$r"
-	n=$((8 - ${#lg[@]} - ${#rg[@]}))
-	for g in "${lg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < n; i++)); do out+=(0); done
-	for g in "${rg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < 8; i++)); do out[i]=$(printf '%04x' "0x${out[i]}"); done
-	(IFS=:; echo "${out[*]}")
-}
-
-# gid_index DEV ADDR: index of DEV port 1's RoCE v2 GID for ADDR (status 1: none).
-gid_index() {
-	local want f idx
-	want=$(gid_sysfs "$2")
-	for f in "/sys/class/infiniband/$1"/ports/1/gids/*; do
-		[[ "$(<"$f")" == "$want" ]] 2>/dev/null || continue
-		idx=${f##*/}
-		[[ "$(<"/sys/class/infiniband/$1/ports/1/gid_attrs/types/$idx")" == "RoCE v2" ]] 2>/dev/null || continue
-		echo "$idx"
-		return 0
-	done
-	return 1
-}
-
 
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
@@ -98,11 +63,6 @@ elif [[ $backend == rxe ]]; then
 else
 	fail "SROCE_RC_BACKEND must be sroce or rxe, not '$backend'"
 fi
-
-gid_of() {
-	wait_for "gid_index $1 $2" 10 || fail "$1: no RoCE v2 GID for $2: $(sr_gids "$1")"
-	gid_index "$1" "$2"
-}
 
 # --- counters ---------------------------------------------------------------------
 
@@ -168,15 +128,6 @@ show() { # show BEFORE AFTER DEV
 
 # --- traffic ------------------------------------------------------------------------
 
-# untrapped CMD...: for servers started with &: a failing server is
-# reported by whoever waits for it, not by lib.sh's ERR trap in its subshell.
-untrapped() {
-	trap - ERR
-	"$@"
-}
-
-listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
-
 # traffic SNS SDEV SGID CNS CDEV CGID ADDR CMD...: CMD as server and client.
 traffic() {
 	local sns=$1 sdev=$2 sgid=$3 cns=$4 cdev=$5 cgid=$6 addr=$7 gflag=-x spid crc=0 src=0
@@ -185,9 +136,9 @@ traffic() {
 	[[ $1 != ibv_rc_pingpong ]] || gflag=-g
 	log "+ [$sns] $* -d $sdev $gflag $sgid -p $port"
 	log "+ [$cns] $* -d $cdev $gflag $cgid -p $port $addr"
-	untrapped ns_exec "$sns" timeout 150 "$@" -d "$sdev" "$gflag" "$sgid" -p "$port" >"$tmp/srv" 2>&1 &
+	sr_untrapped ns_exec "$sns" timeout 150 "$@" -d "$sdev" "$gflag" "$sgid" -p "$port" >"$tmp/srv" 2>&1 &
 	spid=$!
-	wait_for "listening $sns $port" 20 || fail "$1 server did not listen: $(cat "$tmp/srv")"
+	wait_for "sr_listening $sns $port" 20 || fail "$1 server did not listen: $(cat "$tmp/srv")"
 	ns_exec "$cns" timeout 120 "$@" -d "$cdev" "$gflag" "$cgid" -p "$port" "$addr" >"$tmp/cli" 2>&1 || crc=$?
 	[[ $crc == 0 ]] || wait_for "! kill -0 $spid" 5 || kill "$spid" 2>/dev/null || true
 	wait "$spid" || src=$?
@@ -215,7 +166,7 @@ header_diff() {
 sr_dmesg_mark
 
 # --- 4 (and the rxe check): the loopback device -----------------------------------------
-gl=$(gid_of "$devl" "$v4l")
+gl=$(sr_gid_of "$devl" "$v4l")
 subtest_begin "loopback device: ibv_rc_pingpong -s 512 -n 100"
 settle "$nsl" "$devl" "$tmp/l0"
 traffic "$nsl" "$devl" "$gl" "$nsl" "$devl" "$gl" 127.0.0.1 ibv_rc_pingpong -s 512 -n 100
@@ -242,7 +193,7 @@ if [[ $backend == rxe ]]; then
 fi
 
 # --- 1-3: the pair ----------------------------------------------------------------------
-ga=$(gid_of "$deva" "$v4a") gb=$(gid_of "$devb" "$v4b")
+ga=$(sr_gid_of "$deva" "$v4a") gb=$(sr_gid_of "$devb" "$v4b")
 
 # pair_snap N: snapshots of A and B, before (N=0) or after (N=1).
 # pair_show: compare them (and set atx/arx/btx/brx, atxb/arxb/btxb/brxb).

@@ -62,15 +62,12 @@ sr_link_add "$nsa" "$da" "$va"
 sr_link_add "$nsb" "$db" "$vb"
 sr_link_add "$nsl" "$dl" "$vl"
 
-wait_gid() { # DEV ADDR
-	wait_for "sr_gid_index $1 $2" 10 || fail "$1 has no RoCE v2 GID for $2"
-}
-wait_gid "$da" 10.77.0.1
-wait_gid "$db" 10.77.0.2
-wait_gid "$da" fd77::1
-wait_gid "$db" fd77::2
-wait_gid "$dl" 10.78.0.1
-wait_gid "$dl" fd78::1
+sr_wait_gid "$da" 10.77.0.1
+sr_wait_gid "$db" 10.77.0.2
+sr_wait_gid "$da" fd77::1
+sr_wait_gid "$db" fd77::2
+sr_wait_gid "$dl" 10.78.0.1
+sr_wait_gid "$dl" fd78::1
 
 # counter DEV NAME: a counter of "rdma statistic show link DEV/1".
 counter() {

@@ -41,45 +41,6 @@ require_module ib_core
 [[ ! -d /sys/module/$mod ]] || fail "$mod is already loaded"
 defer_quiet rmmod "$mod"
 
-# gid_sysfs ADDR: the sysfs spelling of ADDR's RoCE v2 GID, in pure bash
-# (forks are slow in the TCG guest).
-gid_sysfs() {
-	local a=$1 l r g out=() i n
-	local -a o lg rg
-	if [[ $a != *:* ]]; then
-		IFS=. read -ra o <<<"$a"
-		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "${o[@]}"
-		return
-	fi
-	if [[ $a == *::* ]]; then l=${a%%::*} r=${a#*::}; else l=$a r=''; fi
-	IFS=: read -ra lg <<<"$l"
-	IFS=: read -ra rg <<<"$r"
-	n=$((8 - ${#lg[@]} - ${#rg[@]}))
-	for g in "${lg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < n; i++)); do out+=(0); done
-	for g in "${rg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < 8; i++)); do out[i]=$(printf '%04x' "0x${out[i]}"); done
-	(IFS=:; echo "${out[*]}")
-}
-
-# gid_index DEV ADDR: the index of DEV port 1's RoCE v2 GID for ADDR.
-gid_index() {
-	local p=$SR_SYS/$1/ports/1 f t
-	while read -r f; do
-		read -r t <"$p/gid_attrs/types/${f##*/}" 2>/dev/null || continue
-		[[ $t == "RoCE v2" ]] || continue
-		echo "${f##*/}"
-		return 0
-	done < <(grep -slx "$(gid_sysfs "$2")" "$p"/gids/* || true)
-	return 1
-}
-
-# gid DEV ADDR: wait for it, then print its index.
-gid() {
-	wait_for "gid_index $1 $2" 10 || fail "$1 has no RoCE v2 GID for $2"
-	gid_index "$1" "$2"
-}
-
 runs=0
 failures=()
 control_failed=0
@@ -120,8 +81,8 @@ if sr_rxe_use; then
 	check ip addr add fd83::1/64 dev "$vr" nodad
 	check rdma link add "$rxe" type rxe netdev "$vr"
 	defer_quiet rdma link delete "$rxe"
-	g4=$(gid "$rxe" 10.83.0.1)
-	g6=$(gid "$rxe" fd83::1)
+	g4=$(sr_gid_of "$rxe" 10.83.0.1)
+	g6=$(sr_gid_of "$rxe" fd83::1)
 	kvt "control: rdma_rxe loopback, IPv4, atomics in a fast-reg MR" \
 		dev_a="$rxe" gid_a="$g4" gid_b="$g4" atomic_mr=frmr || control_failed=1
 	kvt "control: rdma_rxe loopback, IPv6, atomics in a DMA MR" \
@@ -148,12 +109,12 @@ sr_link_add "$nsa" "$da" "$va"
 sr_link_add "$nsb" "$db" "$vb"
 sr_link_add "$nsl" "$dl" "$vl"
 
-ga4=$(gid "$da" 10.81.0.1)
-gb4=$(gid "$db" 10.81.0.2)
-ga6=$(gid "$da" fd81::1)
-gb6=$(gid "$db" fd81::2)
-gl4=$(gid "$dl" 10.82.0.1)
-gl6=$(gid "$dl" fd82::1)
+ga4=$(sr_gid_of "$da" 10.81.0.1)
+gb4=$(sr_gid_of "$db" 10.81.0.2)
+ga6=$(sr_gid_of "$da" fd81::1)
+gb6=$(sr_gid_of "$db" fd81::2)
+gl4=$(sr_gid_of "$dl" 10.82.0.1)
+gl6=$(sr_gid_of "$dl" fd82::1)
 
 kvt "sroce: two devices (veth, two namespaces), IPv4" \
 	dev_a="$da" dev_b="$db" gid_a="$ga4" gid_b="$gb4" || true
@@ -179,8 +140,8 @@ if [[ $have_rxe == 1 && ${SROCE_KVERBS_RXE:-1} == 1 ]]; then
 	check rdma link add "$rxex" type rxe netdev "$vxr"
 	defer_quiet rdma link delete "$rxex"
 	sr_link_add "$nsx" "$dx" "$vxs"
-	gx=$(gid "$dx" 10.84.0.2)
-	gr=$(gid "$rxex" 10.84.0.1)
+	gx=$(sr_gid_of "$dx" 10.84.0.2)
+	gr=$(sr_gid_of "$rxex" 10.84.0.1)
 	kvt "sroce and rdma_rxe (veth), IPv4" \
 		dev_a="$dx" dev_b="$rxex" gid_a="$gx" gid_b="$gr" || true
 elif [[ $have_rxe == 1 ]]; then

@@ -48,14 +48,11 @@ sr_link_add "$nsa" "$da" "$va"
 sr_link_add "$nsb" "$db" "$vb"
 sr_link_add "$nsl" "$dl" "$vl"
 
-wait_gid() { # DEV ADDR
-	wait_for "sr_gid_index $1 $2" 10 || fail "$1 has no RoCE v2 GID for $2"
-}
-wait_gid "$da" 10.83.0.1
-wait_gid "$db" 10.83.0.2
-wait_gid "$da" fd83::1
-wait_gid "$db" fd83::2
-wait_gid "$dl" 10.84.0.1
+sr_wait_gid "$da" 10.83.0.1
+sr_wait_gid "$db" 10.83.0.2
+sr_wait_gid "$da" fd83::1
+sr_wait_gid "$db" fd83::2
+sr_wait_gid "$dl" 10.84.0.1
 
 # --- runs ------------------------------------------------------------------------
 

@@ -27,41 +27,6 @@ backend=${SROCE_RC_BACKEND:-sroce}
 require_cmd ip rdma ss jq timeout ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw \
 	ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat
 
-# gid_sysfs ADDR: the sysfs spelling of ADDR's RoCE v2 GID, in pure bash
-# (python's start-up costs seconds under TCG).
-gid_sysfs() {
-	local a=$1 l r g out=() i n
-	local -a o lg rg
-	if [[ $a != *:* ]]; then
-		IFS=. read -ra o <<<"$a"
-		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "${o[@]}"
-		return
-	fi
-	if [[ $a == *::* ]]; then l=${a%%::*} r=${a#*::}; else l=$a r=''; fi
-	IFS=: read -ra lg <<<"$l"
-	IFS=: read -ra rg <<<"$r"
-	n=$((8 - ${#lg[@]} - ${#rg[@]}))
-	for g in "${lg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < n; i++)); do out+=(0); done
-	for g in "${rg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < 8; i++)); do out[i]=$(printf '%04x' "0x${out[i]}"); done
-	(IFS=:; echo "${out[*]}")
-}
-
-# gid_index DEV ADDR: index of DEV port 1's RoCE v2 GID for ADDR (status 1: none).
-gid_index() {
-	local want f idx
-	want=$(gid_sysfs "$2")
-	for f in "/sys/class/infiniband/$1"/ports/1/gids/*; do
-		[[ "$(<"$f")" == "$want" ]] 2>/dev/null || continue
-		idx=${f##*/}
-		[[ "$(<"/sys/class/infiniband/$1/ports/1/gid_attrs/types/$idx")" == "RoCE v2" ]] 2>/dev/null || continue
-		echo "$idx"
-		return 0
-	done
-	return 1
-}
-
 
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
@@ -93,20 +58,11 @@ elif [[ $backend == rxe ]]; then
 else
 	fail "SROCE_RC_BACKEND must be sroce or rxe, not '$backend'"
 fi
-wait_for "gid_index $deva $v4a" 10 || fail "$deva: no RoCE v2 GID for $v4a: $(sr_gids "$deva")"
-wait_for "gid_index $devb $v4b" 10 || fail "$devb: no RoCE v2 GID for $v4b: $(sr_gids "$devb")"
-ga=$(gid_index "$deva" "$v4a") gb=$(gid_index "$devb" "$v4b")
+sr_wait_gid "$deva" "$v4a"
+sr_wait_gid "$devb" "$v4b"
+ga=$(sr_gid_index "$deva" "$v4a") gb=$(sr_gid_index "$devb" "$v4b")
 log "server $deva GID #$ga ($v4a), client $devb GID #$gb ($v4b)"
 sr_dmesg_mark
-
-# untrapped CMD...: for servers started with &: a failing server is
-# reported by whoever waits for it, not by lib.sh's ERR trap in its subshell.
-untrapped() {
-	trap - ERR
-	"$@"
-}
-
-listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
 
 # results FILE: the rows of perftest's result table ("#bytes #iterations ...").
 results() {
@@ -168,9 +124,9 @@ pt_once() {
 	log "--- $tag"
 	log "+ [$nsa] $tool -d $deva -x $ga -F -p $port ${args[*]}"
 	log "+ [$nsb] $tool -d $devb -x $gb -F -p $port ${args[*]} $srv"
-	untrapped ns_exec "$nsa" timeout 150 "$tool" -d "$deva" -x "$ga" -F -p "$port" "${args[@]}" >"$tmp/$tag.srv" 2>&1 &
+	sr_untrapped ns_exec "$nsa" timeout 150 "$tool" -d "$deva" -x "$ga" -F -p "$port" "${args[@]}" >"$tmp/$tag.srv" 2>&1 &
 	spid=$!
-	if ! wait_for "listening $nsa $port" 20; then
+	if ! wait_for "sr_listening $nsa $port" 20; then
 		kill "$spid" 2>/dev/null || true
 		wait "$spid" 2>/dev/null || true
 		why="server did not listen on TCP $port"

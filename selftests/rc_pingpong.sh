@@ -30,48 +30,10 @@ backend=${SROCE_RC_BACKEND:-sroce}
 [[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
 require_cmd ip rdma ss jq ibv_rc_pingpong ibv_devinfo timeout
 
-# gid_sysfs ADDR: the sysfs spelling of ADDR's RoCE v2 GID, in pure bash
-# (python's start-up costs seconds under TCG).
-gid_sysfs() {
-	local a=$1 l r g out=() i n
-	local -a o lg rg
-	if [[ $a != *:* ]]; then
-		IFS=. read -ra o <<<"$a"
-		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "${o[@]}"
-		return
-	fi
-	if [[ $a == *::* ]]; then l=${a%%::*} r=${a#*::}; else l=$a r=''; fi
-	IFS=: read -ra lg <<<"$l"
-	IFS=: read -ra rg <<<"$r"
-	n=$((8 - ${#lg[@]} - ${#rg[@]}))
-	for g in "${lg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < n; i++)); do out+=(0); done
-	for g in "${rg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < 8; i++)); do out[i]=$(printf '%04x' "0x${out[i]}"); done
-	(IFS=:; echo "${out[*]}")
-}
-
-# gid_index DEV ADDR: index of DEV port 1's RoCE v2 GID for ADDR (status 1: none).
-gid_index() {
-	local want f idx
-	want=$(gid_sysfs "$2")
-	for f in "/sys/class/infiniband/$1"/ports/1/gids/*; do
-		[[ "$(<"$f")" == "$want" ]] 2>/dev/null || continue
-		idx=${f##*/}
-		[[ "$(<"/sys/class/infiniband/$1/ports/1/gid_attrs/types/$idx")" == "RoCE v2" ]] 2>/dev/null || continue
-		echo "$idx"
-		return 0
-	done
-	return 1
-}
-
-# gid_text ADDR: the GID as ibv_rc_pingpong prints it (inet_ntop), for the
-# canonical addresses used here.
-gid_text() { if [[ $1 == *:* ]]; then echo "$1"; else echo "::ffff:$1"; fi; }
-
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
 failures=0
+# shellcheck disable=SC2034 # sr_pp (lib_sroce.sh) takes ports from it
 next_port=18600
 
 # --- topology ---------------------------------------------------------------------
@@ -121,98 +83,17 @@ else
 	fail "SROCE_RC_BACKEND must be sroce or rxe, not '$backend'"
 fi
 
-gid_of() { # gid_of DEV ADDR: wait for DEV's RoCE v2 GID of ADDR, print its index
-	wait_for "gid_index $1 $2" 10 || fail "$1: no RoCE v2 GID for $2: $(sr_gids "$1")"
-	gid_index "$1" "$2"
-}
-ga4=$(gid_of "$deva" "$v4a") gb4=$(gid_of "$devb" "$v4b")
-ga6=$(gid_of "$deva" "$v6a") gb6=$(gid_of "$devb" "$v6b")
-gl=$(gid_of "$devl" "$v4l")
+ga4=$(sr_gid_of "$deva" "$v4a") gb4=$(sr_gid_of "$devb" "$v4b")
+ga6=$(sr_gid_of "$deva" "$v6a") gb6=$(sr_gid_of "$devb" "$v6b")
+gl=$(sr_gid_of "$devl" "$v4l")
 log "GIDs: $deva v4 #$ga4 v6 #$ga6; $devb v4 #$gb4 v6 #$gb6; $devl #$gl"
 sr_dmesg_mark
 
 # --- one exchange -------------------------------------------------------------------
 
-# untrapped CMD...: for servers started with &: a failing server is
-# reported by whoever waits for it, not by lib.sh's ERR trap in its subshell.
-untrapped() {
-	trap - ERR
-	"$@"
-}
-
-listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
-
 # pp TAG SIZE ITERS SNS SDEV SGID CNS CDEV CGID ADDR SADDR CADDR [ARGS...]:
-# ibv_rc_pingpong server (SNS/SDEV/SGID) and client (CNS/CDEV/CGID, connecting
-# to ADDR over TCP), both with -s SIZE -n ITERS ARGS; SADDR/CADDR are the
-# addresses of their GIDs. Counts a failure rather than ending the test, so
-# that one broken case does not hide the others.
-pp() {
-	local tag=$1 size=$2 iters=$3 sns=$4 sdev=$5 sgid=$6 cns=$7 cdev=$8 cgid=$9
-	local addr=${10} saddr=${11} caddr=${12}
-	shift 12
-	local port=$((next_port++)) spid src=0 crc=0 t0 why=''
-	local -a common=(ibv_rc_pingpong -p "$port" -s "$size" -n "$iters" "$@")
-	log "--- $tag: size $size, $iters iters${*:+, $*}"
-	log "+ [${sns}] ${common[*]} -d $sdev -g $sgid"
-	log "+ [${cns}] ${common[*]} -d $cdev -g $cgid $addr"
-	t0=$SECONDS
-	untrapped ns_exec "$sns" timeout 150 "${common[@]}" -d "$sdev" -g "$sgid" >"$tmp/$tag.srv" 2>&1 &
-	spid=$!
-	if ! wait_for "listening $sns $port" 20; then
-		kill "$spid" 2>/dev/null || true
-		wait "$spid" 2>/dev/null || true
-		why="server did not listen on TCP $port"
-	else
-		ns_exec "$cns" timeout 120 "${common[@]}" -d "$cdev" -g "$cgid" "$addr" >"$tmp/$tag.cli" 2>&1 || crc=$?
-		# A client that failed leaves the server waiting for completions.
-		[[ $crc == 0 ]] || wait_for "! kill -0 $spid" 5 || kill "$spid" 2>/dev/null || true
-		wait "$spid" || src=$?
-		[[ $crc == 0 ]] || why="client exited with $crc"
-		[[ $src == 0 ]] || why="${why:+$why, }server exited with $src"
-	fi
-	[[ -n "$why" ]] || why=$(pp_verify "$tag" "$size" "$iters" "$saddr" "$caddr")
-	if [[ -n "$why" ]]; then
-		failures=$((failures + 1))
-		subtest_fail "$tag" "$why"
-		sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
-		sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
-		log "  kernel log since the start of the test:"
-		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
-		return 0
-	fi
-	log "ok: $tag ($((SECONDS - t0))s): $(grep -h 'bytes in' "$tmp/$tag.cli")," \
-		"$(grep -h 'iters in' "$tmp/$tag.cli" | sed 's/.*= //')"
-	subtest_ok "$tag"
-}
-
-# pp_verify TAG SIZE ITERS SADDR CADDR: empty output if both sides' reports
-# are right, else what is wrong.
-pp_verify() {
-	local tag=$1 size=$2 iters=$3 saddr=$4 caddr=$5 side f peer line b n usec
-	local want_bytes=$((2 * size * iters))
-	for side in srv cli; do
-		f=$tmp/$tag.$side
-		if [[ $side == srv ]]; then peer=$caddr; else peer=$saddr; fi
-		if grep -qi 'invalid data' "$f"; then
-			echo "$side: received data failed the -c check: $(grep -i 'invalid data' "$f" | head -n 3 | xargs)"
-			return
-		fi
-		line=$(grep -E '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$' "$f") ||
-			{ echo "$side: no 'bytes in ... seconds' line"; return; }
-		read -r b _ <<<"$line"
-		[[ $b == "$want_bytes" ]] || { echo "$side: $b bytes, want $want_bytes"; return; }
-		line=$(grep -E '^[0-9]+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter$' "$f") ||
-			{ echo "$side: no 'iters in ... seconds' line"; return; }
-		read -r n _ _ _ _ _ usec _ <<<"$line"
-		[[ $n == "$iters" ]] || { echo "$side: $n iters, want $iters"; return; }
-		# (The Mbit/sec figure of tiny messages rounds to 0.00; usec/iter does not.)
-		awk -v u="$usec" 'BEGIN { exit !(u > 0) }' || { echo "$side: $usec usec/iter"; return; }
-		grep -qE "remote address: .* GID $(gid_text "$peer")\$" "$f" ||
-			{ echo "$side: remote GID is not $(gid_text "$peer")"; return; }
-	done
-	return 0
-}
+# one ibv_rc_pingpong exchange, checked (sr_pp in lib_sroce.sh).
+pp() { sr_pp ibv_rc_pingpong 150 120 "$1" "$2" "$3" '' "${@:4}"; }
 
 # Shorthands: A (server) <-> B (client) over IPv4 / IPv6, and the loopback device.
 pp4() { pp "$1" "$2" "$3" "$nsa" "$deva" "$ga4" "$nsb" "$devb" "$gb4" "$srv4" "$v4a" "$v4b" "${@:4}"; }

@@ -40,41 +40,6 @@ require_cmd ibv_rc_pingpong ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_se
 sr_have_provider || skip "the provider build/user/libsroce-rdmav34.so is not built"
 sr_rxe_use || skip "rdma_rxe cannot be loaded (is UDP 4791 of the initial namespace taken?)"
 
-# gid_sysfs ADDR: the sysfs spelling of ADDR's RoCE v2 GID, in pure bash
-# (python's start-up costs seconds under TCG).
-gid_sysfs() {
-	local a=$1 l r g out=() i n
-	local -a o lg rg
-	if [[ $a != *:* ]]; then
-		IFS=. read -ra o <<<"$a"
-		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "${o[@]}"
-		return
-	fi
-	if [[ $a == *::* ]]; then l=${a%%::*} r=${a#*::}; else l=$a r=''; fi
-	IFS=: read -ra lg <<<"$l"
-	IFS=: read -ra rg <<<"$r"
-	n=$((8 - ${#lg[@]} - ${#rg[@]}))
-	for g in "${lg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < n; i++)); do out+=(0); done
-	for g in "${rg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < 8; i++)); do out[i]=$(printf '%04x' "0x${out[i]}"); done
-	(IFS=:; echo "${out[*]}")
-}
-
-# gid_index DEV ADDR: index of DEV port 1's RoCE v2 GID for ADDR (status 1: none).
-gid_index() {
-	local want f idx
-	want=$(gid_sysfs "$2")
-	for f in "/sys/class/infiniband/$1"/ports/1/gids/*; do
-		[[ "$(<"$f")" == "$want" ]] 2>/dev/null || continue
-		idx=${f##*/}
-		[[ "$(<"/sys/class/infiniband/$1/ports/1/gid_attrs/types/$idx")" == "RoCE v2" ]] 2>/dev/null || continue
-		echo "$idx"
-		return 0
-	done
-	return 1
-}
-
 
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
@@ -96,9 +61,9 @@ check ip -n "$ns" addr add "$ip6s/64" dev "$vs" nodad
 check rdma link add "$rxe" type rxe netdev "$vr"
 defer_quiet rdma link delete "$rxe"
 sr_link_add "$ns" "$dev" "$vs"
-wait_for "gid_index $rxe $ipr" 10 || fail "$rxe: no RoCE v2 GID for $ipr: $(sr_gids "$rxe")"
-wait_for "gid_index $dev $ips" 10 || fail "$dev: no RoCE v2 GID for $ips: $(sr_gids "$dev")"
-gr=$(gid_index "$rxe" "$ipr") gs=$(gid_index "$dev" "$ips")
+sr_wait_gid "$rxe" "$ipr"
+sr_wait_gid "$dev" "$ips"
+gr=$(sr_gid_index "$rxe" "$ipr") gs=$(sr_gid_index "$dev" "$ips")
 log "rxe $rxe on $vr ($ipr, GID #$gr) <-> sroce $dev on $vs in $ns ($ips, GID #$gs)"
 sr_dmesg_mark
 
@@ -115,15 +80,6 @@ counters() {
 		"rxe: $(rdma statistic show link "$rxe/1" -j | jq -r "$j")"
 }
 
-# untrapped CMD...: for servers started with &: a failing server is
-# reported by whoever waits for it, not by lib.sh's ERR trap in its subshell.
-untrapped() {
-	trap - ERR
-	"$@"
-}
-
-listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
-
 # One side: "rxe" (initial namespace) or "sroce" (namespace S).
 side_ns() { if [[ $1 == rxe ]]; then echo -; else echo "$ns"; fi; }
 side_dev() { if [[ $1 == rxe ]]; then echo "$rxe"; else echo "$dev"; fi; }
@@ -138,14 +94,14 @@ exchange() {
 	local port=$((next_port++)) spid src=0 crc=0 sns cns sdev cdev sgid cgid
 	sns=$(side_ns "$sside") cns=$(side_ns "$cside")
 	sdev=$(side_dev "$sside") cdev=$(side_dev "$cside")
-	sgid=$(gid_index "$sdev" "$(side_ip "$sside")")
-	cgid=$(gid_index "$cdev" "$(side_ip "$cside")")
+	sgid=$(sr_gid_index "$sdev" "$(side_ip "$sside")")
+	cgid=$(sr_gid_index "$cdev" "$(side_ip "$cside")")
 	why=''
 	log "+ [$sside] $* -d $sdev $gflag $sgid -p $port"
 	log "+ [$cside] $* -d $cdev $gflag $cgid -p $port $(side_ip "$sside")"
-	untrapped ns_exec "$sns" timeout 150 "$@" -d "$sdev" "$gflag" "$sgid" -p "$port" >"$tmp/$tag.srv" 2>&1 &
+	sr_untrapped ns_exec "$sns" timeout 150 "$@" -d "$sdev" "$gflag" "$sgid" -p "$port" >"$tmp/$tag.srv" 2>&1 &
 	spid=$!
-	if ! wait_for "listening $sns $port" 20; then
+	if ! wait_for "sr_listening $sns $port" 20; then
 		kill "$spid" 2>/dev/null || true
 		wait "$spid" 2>/dev/null || true
 		why="server did not listen on TCP $port"
@@ -294,8 +250,8 @@ if [[ ! -x $integrity ]]; then
 		done
 	done
 else
-	wait_for "sr_gid_index $rxe $ip6r" 10 || fail "$rxe: no RoCE v2 GID for $ip6r: $(sr_gids "$rxe")"
-	wait_for "sr_gid_index $dev $ip6s" 10 || fail "$dev: no RoCE v2 GID for $ip6s: $(sr_gids "$dev")"
+	sr_wait_gid "$rxe" "$ip6r"
+	sr_wait_gid "$dev" "$ip6s"
 	# Neighbours resolved before the QPs need them.
 	for a in "$ips" "$ip6s"; do wait_for "sr_ping - $a" 10 || fail "no ping from $rxe's side to $a"; done
 	for a in "$ipr" "$ip6r"; do wait_for "sr_ping $ns $a" 10 || fail "no ping from $ns to $a"; done

@@ -44,9 +44,6 @@ require_module rdma_ucm
 sr_have_provider || skip "the provider build/user/libsroce-rdmav34.so is not built"
 sr_rxe_use || skip "rdma_rxe cannot be loaded (is UDP 4791 of the initial namespace taken?)"
 
-# gid_text ADDR: the GID as the pingpongs print it (inet_ntop).
-gid_text() { if [[ $1 == *:* ]]; then echo "$1"; else echo "::ffff:$1"; fi; }
-
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
 failures=0 known=0
@@ -68,9 +65,9 @@ check ip -n "$ns" addr add "$ip6s/64" dev "$vs" nodad
 check rdma link add "$rxe" type rxe netdev "$vr"
 defer_quiet rdma link delete "$rxe"
 sr_link_add "$ns" "$dev" "$vs"
-wait_for "sr_gid_index $rxe $ipr" 10 || fail "$rxe: no RoCE v2 GID for $ipr: $(sr_gids "$rxe")"
-wait_for "sr_gid_index $dev $ips" 10 || fail "$dev: no RoCE v2 GID for $ips: $(sr_gids "$dev")"
-wait_for "sr_gid_index $dev $ip6s" 10 || fail "$dev: no RoCE v2 GID for $ip6s: $(sr_gids "$dev")"
+sr_wait_gid "$rxe" "$ipr"
+sr_wait_gid "$dev" "$ips"
+sr_wait_gid "$dev" "$ip6s"
 have_rxe_v6=1
 wait_for "sr_gid_index $rxe $ip6r" 10 || have_rxe_v6=0
 log "rxe $rxe on $vr ($ipr #$(sr_gid_index "$rxe" "$ipr"), $ip6r #$(sr_gid_index "$rxe" "$ip6r" || echo none))" \
@@ -127,14 +124,6 @@ pkts() { # the deltas, for the log
 
 # --- one exchange -------------------------------------------------------------------
 
-# untrapped CMD...: for servers started with &: a failing server is
-# reported by whoever waits for it, not by lib.sh's ERR trap in its subshell.
-untrapped() {
-	trap - ERR
-	"$@"
-}
-
-tcp_listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
 # cm_listening COMM ADDR PORT: an RDMA CM ID of COMM listens on ADDR:PORT.
 cm_listening() {
 	rdma res show cm_id 2>/dev/null | grep "state LISTEN" | grep "comm $1 " | grep -qF "src-addr $2:$3 "
@@ -155,7 +144,7 @@ exchange() {
 	log "+ [$cside] $ccmd"
 	snap 0
 	# shellcheck disable=SC2086  # the commands are word lists
-	untrapped ns_exec "$sns" timeout 150 $scmd >"$tmp/$tag.srv" 2>"$tmp/$tag.srv.err" &
+	sr_untrapped ns_exec "$sns" timeout 150 $scmd >"$tmp/$tag.srv" 2>"$tmp/$tag.srv.err" &
 	spid=$!
 	if ! wait_for "! kill -0 $spid || $ready" 30 || ! kill -0 "$spid" 2>/dev/null; then
 		kill "$spid" 2>/dev/null || true
@@ -259,8 +248,8 @@ pp_verify() {
 		read -r n _ _ _ _ _ usec _ <<<"$line"
 		[[ $n == "$pp_iters" ]] || { echo "$side: $n iters, want $pp_iters"; return; }
 		awk -v u="$usec" 'BEGIN { exit !(u > 0) }' || { echo "$side: $usec usec/iter"; return; }
-		grep -qE "remote address: .* GID $(gid_text "$peer")\$" "$f" ||
-			{ echo "$side: remote GID is not $(gid_text "$peer")"; return; }
+		grep -qE "remote address: .* GID $(sr_gid_text "$peer")\$" "$f" ||
+			{ echo "$side: remote GID is not $(sr_gid_text "$peer")"; return; }
 	done
 	return 0
 }
@@ -280,7 +269,7 @@ pp() {
 	npk=$(((size + pmtu - 1) / pmtu))
 	((npk > 0)) || npk=1
 	common="ibv_${tool}_pingpong -p $port -s $size -n $iters $*"
-	run "$tag" $((npk * iters)) pp_verify "$s" "$c" "tcp_listening $(side_ns "$s") $port" \
+	run "$tag" $((npk * iters)) pp_verify "$s" "$c" "sr_listening $(side_ns "$s") $port" \
 		"$common -d $(side_dev "$s") -g $sgid" \
 		"$common -d $(side_dev "$c") -g $cgid $(side_ip "$s" 4)"
 }
@@ -412,7 +401,7 @@ if [[ $have_rxe_v6 == 0 ]]; then
 else
 	log "=== control: rping over IPv6 on $rxe alone"
 	port=$((next_port++))
-	untrapped rping -s -a "$ip6r" -p "$port" -V -C 10 -S 64 >"$tmp/v6ctl.srv" 2>&1 &
+	sr_untrapped rping -s -a "$ip6r" -p "$port" -V -C 10 -S 64 >"$tmp/v6ctl.srv" 2>&1 &
 	cpid=$!
 	if wait_for "cm_listening rping $ip6r $port" 30 &&
 		timeout 60 rping -c -a "$ip6r" -p "$port" -V -C 10 -S 64 >"$tmp/v6ctl.cli" 2>&1 &&

@@ -116,15 +116,10 @@ check ip -n "$nsa" addr add "$ip6a/64" dev "$va" nodad
 check ip -n "$nsb" addr add "$ip6b/64" dev "$vb" nodad
 sr_link_add "$nsa" "$da" "$va"
 sr_link_add "$nsb" "$db" "$vb"
-# gid_of DEV ADDR: DEV's RoCE v2 GID index for ADDR, once it exists.
-gid_of() {
-	wait_for "sr_gid_index $1 $2" 10 || fail "$1 has no RoCE v2 GID for $2"
-	sr_gid_index "$1" "$2"
-}
-ga4=$(gid_of "$da" "$ipa")
-gb4=$(gid_of "$db" "$ipb")
-ga6=$(gid_of "$da" "$ip6a")
-gb6=$(gid_of "$db" "$ip6b")
+ga4=$(sr_gid_of "$da" "$ipa")
+gb4=$(sr_gid_of "$db" "$ipb")
+ga6=$(sr_gid_of "$da" "$ip6a")
+gb6=$(sr_gid_of "$db" "$ip6b")
 for p in "$nsa $ipb" "$nsb $ipa" "$nsa $ip6b" "$nsb $ip6a"; do
 	read -r ns a <<<"$p"
 	wait_for "sr_ping $ns $a" 10 || fail "no ping from $ns to $a"

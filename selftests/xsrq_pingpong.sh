@@ -52,13 +52,9 @@ sr_link_add "$nsa" "$deva" "$va"
 sr_link_add "$nsb" "$devb" "$vb"
 sr_link_add "$nsl" "$devl" "$dl"
 
-gid_of() { # gid_of DEV ADDR: wait for DEV's RoCE v2 GID of ADDR, print its index
-	wait_for "sr_gid_index $1 $2" 10 || fail "$1: no RoCE v2 GID for $2: $(sr_gids "$1")"
-	sr_gid_index "$1" "$2"
-}
-ga4=$(gid_of "$deva" "$v4a") gb4=$(gid_of "$devb" "$v4b")
-ga6=$(gid_of "$deva" "$v6a") gb6=$(gid_of "$devb" "$v6b")
-gl4=$(gid_of "$devl" "$v4l") gl6=$(gid_of "$devl" "$v6l")
+ga4=$(sr_gid_of "$deva" "$v4a") gb4=$(sr_gid_of "$devb" "$v4b")
+ga6=$(sr_gid_of "$deva" "$v6a") gb6=$(sr_gid_of "$devb" "$v6b")
+gl4=$(sr_gid_of "$devl" "$v4l") gl6=$(sr_gid_of "$devl" "$v6l")
 log "GIDs: $deva v4 #$ga4 v6 #$ga6; $devb v4 #$gb4 v6 #$gb6; $devl v4 #$gl4 v6 #$gl6"
 # ibv_xsrq_pingpong's server starts sending as soon as it has connected its
 # own QPs, and gives a client that has not yet moved its XRC TGT QP to RTR
@@ -74,12 +70,6 @@ wait_for "sr_ping $nsb $v6a" 10 || fail "no ICMPv6 echo from $nsb to $v6a"
 wait_for "sr_ping $nsa $v6b" 10 || fail "no ICMPv6 echo from $nsa to $v6b"
 sr_dmesg_mark
 
-untrapped() {
-	trap - ERR
-	"$@"
-}
-
-listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
 rx_pkts() { cat "$SR_SYS/$1/ports/1/hw_counters/rcvd_pkts"; }
 
 # xp TAG SIZE ITERS NCLI SNS SDEV SGID CNS CDEV CGID ADDR [ARGS...]: one
@@ -96,16 +86,16 @@ xp() {
 	log "--- $tag: size $size, $iters tests per client, $ncli clients${*:+, $*}"
 	rx0=$(rx_pkts "$sdev")
 	t0=$SECONDS
-	untrapped ns_exec "$sns" timeout 150 "${common[@]}" -c "$ncli" -d "$sdev" -g "$sgid" \
+	sr_untrapped ns_exec "$sns" timeout 150 "${common[@]}" -c "$ncli" -d "$sdev" -g "$sgid" \
 		>"$tmp/$tag.srv" 2>&1 &
 	spid=$!
-	if ! wait_for "listening $sns $port" 20; then
+	if ! wait_for "sr_listening $sns $port" 20; then
 		kill "$spid" 2>/dev/null || true
 		wait "$spid" 2>/dev/null || true
 		why="server did not listen on TCP $port"
 	else
 		for ((i = 0; i < ncli; i++)); do
-			untrapped ns_exec "$cns" timeout 120 "${common[@]}" -d "$cdev" -g "$cgid" "$addr" \
+			sr_untrapped ns_exec "$cns" timeout 120 "${common[@]}" -d "$cdev" -g "$cgid" "$addr" \
 				>"$tmp/$tag.cli$i" 2>&1 &
 			cpids+=($!)
 		done

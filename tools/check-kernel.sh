@@ -29,6 +29,17 @@ for f in "${srcs[@]}"; do
 done
 [[ $rc -eq 0 ]] && echo "check-kernel: checkpatch --strict clean (${#srcs[@]} files)"
 
+# The debug lane's proof (make test-debug-inject) patches a bug into a copy
+# of these sources: a patch that no longer applies after a refactor must fail
+# here, in seconds, not at the end of CI's debug lane.
+for p in "$ROOT"/tools/debug-kernel/inject-*.patch; do
+	if ! out=$(patch -p1 -d "$ROOT" --dry-run --force <"$p" 2>&1); then
+		echo "$out"
+		echo "check-kernel: ${p#"$ROOT"/} no longer applies to kernel/" >&2
+		rc=1
+	fi
+done
+
 # sparse on every file (C=2 forces a re-check even when up to date).
 # Its own make, with its own jobs (not the caller's jobserver, if any).
 log=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -j"$(nproc)" -C "$KDIR" M="$ROOT/kernel" C=2 W=1 modules 2>&1) ||

@@ -135,7 +135,7 @@ tg_counters() {
 		read -r v <"/sys/class/net/eth0/statistics/$f" && echo "eth0.$f $v"
 	done
 	ethtool -S eth0 | while read -r k v rest; do
-		[[ $k == [rt]x_queue_0_*: ]] && echo "ethtool.${k%:} $v"
+		[[ $k == [rt]x_queue_0_*: || $k == [rt]x0_kicks: ]] && echo "ethtool.${k%:} $v"
 	done
 	tc -s qdisc show dev eth0 | while read -r k v rest; do
 		[[ $k == Sent ]] || continue

@@ -507,6 +507,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 		fatal = true;
 	} else {
 		u8 backoff = sroce_rto_backoff_next(qp->comp.backoff,
+						    qp->attr.timeout,
 						    qp->attr.retry_cnt);
 
 		qp->comp.retry_cnt--;

@@ -5,9 +5,13 @@
  * under retransmissions of what it already has.
  *
  * - Adaptive retransmission: each timeout at the same PSN doubles the next
- *   wait, at most SROCE_RTO_MAX_BACKOFF times and never more often than the
- *   QP's retry count (so the wait stays within the IBTA value, 4.096 us x
- *   2^timeout, times 2^retry_cnt); any progress goes back to the IBTA value.
+ *   wait, and any progress goes back to the IBTA value (4.096 us x
+ *   2^timeout). The wait doubles SROCE_RTO_MIN_BACKOFF times, or more while
+ *   it stays within SROCE_RTO_GROW_NS, and never more often than the QP's
+ *   retry count: it never exceeds the IBTA value x 2^retry_cnt the user
+ *   asked for. A short timeout (1 ms: the network is fast) is what a peer
+ *   whose CPU is busy elsewhere for a few tens of ms outlasts; it may grow
+ *   up to SROCE_RTO_GROW_NS, where a long one (67 ms) grows only 8-fold.
  * - Slow restart: after a timeout the requester resends at most
  *   SROCE_GBN_RESTART_WINDOW PSNs beyond the oldest unacknowledged one, and
  *   the window doubles with each ACK that makes progress, up to
@@ -27,8 +31,12 @@
 #define SROCE_GBN_MAX_WINDOW		512
 /* ... and right after a timeout. */
 #define SROCE_GBN_RESTART_WINDOW	16
-/* Doublings of the ACK timeout, at most. */
-#define SROCE_RTO_MAX_BACKOFF		3
+/* Doublings of the ACK timeout allowed whatever the timeout... */
+#define SROCE_RTO_MIN_BACKOFF		3
+/* ...and more while the wait stays within this (timeout 15's, 134 ms)... */
+#define SROCE_RTO_GROW_NS		(4096ull << 15)
+/* ...but never more than the largest retry count (3 bits). */
+#define SROCE_RTO_MAX_BACKOFF		7
 
 /* What one response means for the requester: the completer's verdict. */
 enum sroce_comp_verdict {
@@ -51,13 +59,24 @@ static inline u64 sroce_rto_ns(u8 timeout, u8 backoff)
 }
 
 /*
- * The backoff after one more timeout at the same PSN, for a QP whose retry
- * count (as the user set it) is @retry_cnt.
+ * How many doublings the wait of a QP with ACK timeout exponent @timeout and
+ * retry count @retry_cnt (as the user set them) may take.
  */
-static inline u8 sroce_rto_backoff_next(u8 backoff, u8 retry_cnt)
+static inline u8 sroce_rto_max_backoff(u8 timeout, u8 retry_cnt)
 {
-	u8 max = retry_cnt < SROCE_RTO_MAX_BACKOFF ? retry_cnt :
-		 SROCE_RTO_MAX_BACKOFF;
+	u64 ns = sroce_ack_timeout_ns(timeout);
+	u8 max = SROCE_RTO_MIN_BACKOFF;
+
+	while (max < SROCE_RTO_MAX_BACKOFF &&
+	       (ns << (max + 1)) <= SROCE_RTO_GROW_NS)
+		max++;
+	return retry_cnt < max ? retry_cnt : max;
+}
+
+/* The backoff after one more timeout at the same PSN. */
+static inline u8 sroce_rto_backoff_next(u8 backoff, u8 timeout, u8 retry_cnt)
+{
+	u8 max = sroce_rto_max_backoff(timeout, retry_cnt);
 
 	return backoff < max ? backoff + 1 : max;
 }

@@ -534,9 +534,9 @@ void c_retry_exceeded_reset(Env &e) { retry_case(e, false); }
 // The peer is alive and in RTS, but the network between the devices drops
 // everything (the caller arranges that, e.g. netem loss 100%): the requester
 // sends, retries retry_cnt times, and then completes with RETRY_EXC_ERR. The
-// ACK timeout doubles after each expiry (adaptive retransmission, at most
-// 2^min(retry_cnt, 3)): so not sooner than T + 2T + 4T + 8T for retry_cnt 3
-// (less one jiffy of timer rounding each), not much later.
+// ACK timeout doubles after each expiry (adaptive retransmission; at timeout
+// 14 at most min(retry_cnt, 3) times): so not sooner than T + 2T + 4T + 8T
+// for retry_cnt 3 (less one jiffy of timer rounding each), not much later.
 void c_retry_exceeded_blackhole(Env &e)
 {
 	constexpr uint8_t kTimeout = 14, kRetry = 3; // 4.096 us * 2^14 = 67.1 ms

@@ -257,8 +257,11 @@ static void fuzz_gbn(struct in *in)
 
 	/* the backed-off timeout stays within the IBTA value x 2^retry_cnt */
 	for (i = 0; i < 10; i++) {
-		bo = sroce_rto_backoff_next(bo, retry_cnt);
+		bo = sroce_rto_backoff_next(bo, timeout, retry_cnt);
 		CHECK(bo <= retry_cnt && bo <= SROCE_RTO_MAX_BACKOFF);
+		/* beyond 3 doublings only while within timeout 15's wait */
+		CHECK(bo <= SROCE_RTO_MIN_BACKOFF ||
+		      sroce_rto_ns(timeout, bo) <= SROCE_RTO_GROW_NS);
 		CHECK(sroce_rto_ns(timeout, bo) <=
 		      sroce_rto_ns(timeout, 0) << retry_cnt);
 	}

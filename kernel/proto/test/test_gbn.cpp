@@ -27,44 +27,84 @@ TEST(GbnRto, TimeoutZeroStaysDisabled)
 		EXPECT_EQ(sroce_rto_ns(0, b), 0u);
 }
 
-// Each consecutive timeout doubles the wait, at most three times.
-TEST(GbnRto, DoublesPerConsecutiveTimeoutUpToEight)
+// Each consecutive timeout doubles the wait; the wait stays at its
+// largest after that.
+TEST(GbnRto, DoublesPerConsecutiveTimeout)
 {
 	EXPECT_EQ(sroce_rto_ns(10, 1), 2 * kBase10);
 	EXPECT_EQ(sroce_rto_ns(10, 2), 4 * kBase10);
 	EXPECT_EQ(sroce_rto_ns(10, 3), 8 * kBase10);
-	EXPECT_EQ(sroce_rto_ns(10, 7), 8 * kBase10);
+	EXPECT_EQ(sroce_rto_ns(10, 7), 128 * kBase10);
+	EXPECT_EQ(sroce_rto_ns(10, 9), 128 * kBase10);
+}
+
+// The wait that ends the doubling: timeout 15's (134 ms), except that
+// every timeout may double three times (x8) and none more often than the
+// retry count allows.
+TEST(GbnRto, LargestWaitByTimeoutAndRetryCount)
+{
+	struct {
+		uint8_t timeout, retry_cnt, want_max;
+	} cases[] = {
+		{8, 7, 7},  // 1 ms grows to 134 ms
+		{10, 7, 5}, // 4 ms grows to 134 ms
+		{12, 7, 3}, // 17 ms grows to 134 ms
+		{13, 7, 3}, // 34 ms: x8 whatever the timeout
+		{14, 7, 3}, // 67 ms
+		{20, 7, 3},
+		{8, 2, 2},  // never beyond the retry count
+		{8, 0, 0},
+		{14, 1, 1},
+	};
+	for (auto c : cases) {
+		uint8_t b = 0;
+
+		for (int i = 0; i < 10; i++)
+			b = sroce_rto_backoff_next(b, c.timeout, c.retry_cnt);
+		EXPECT_EQ(b, c.want_max) << "timeout " << int(c.timeout)
+					 << " retry_cnt " << int(c.retry_cnt);
+		EXPECT_EQ(sroce_rto_max_backoff(c.timeout, c.retry_cnt), c.want_max);
+	}
 }
 
 // A retry count of n allows at most n doublings: the wait never exceeds
 // the IBTA value x 2^retry_cnt the user asked for.
 TEST(GbnRto, BackoffNeverBeyondTheRetryCount)
 {
-	struct {
-		uint8_t retry_cnt, want_max;
-	} cases[] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {7, 3}};
-	for (auto c : cases) {
-		uint8_t b = 0;
+	for (uint8_t timeout = 1; timeout < 32; timeout++) {
+		for (uint8_t retry_cnt = 0; retry_cnt < 8; retry_cnt++) {
+			uint8_t b = 0;
 
-		for (int i = 0; i < 10; i++)
-			b = sroce_rto_backoff_next(b, c.retry_cnt);
-		EXPECT_EQ(b, c.want_max) << "retry_cnt " << int(c.retry_cnt);
-		EXPECT_LE(sroce_rto_ns(10, b), kBase10 << c.retry_cnt);
+			for (int i = 0; i < 10; i++) {
+				b = sroce_rto_backoff_next(b, timeout, retry_cnt);
+				EXPECT_LE(b, retry_cnt);
+				EXPECT_LE(sroce_rto_ns(timeout, b),
+					  sroce_rto_ns(timeout, 0) << retry_cnt);
+			}
+		}
 	}
 }
 
-// The total time a dead peer takes to be declared dead (retry_cnt 7: eight
-// timeouts) grows from 8 to 47 IBTA values, not without bound.
+// The time a dead peer takes to be declared dead (retry_cnt 7: eight
+// timeouts, in IBTA values): 8 without backoff; 47 for timeout 12 and
+// longer; more for shorter timeouts, never more than 255.
 TEST(GbnRto, TimeToRetryExceeded)
 {
-	uint64_t total = 0;
-	uint8_t b = 0;
+	struct {
+		uint8_t timeout;
+		uint64_t want;
+	} cases[] = {{8, 255}, {9, 191}, {10, 127}, {11, 79}, {12, 47}, {14, 47}};
+	for (auto c : cases) {
+		uint64_t total = 0;
+		uint8_t b = 0;
 
-	for (int i = 0; i < 8; i++) {
-		total += sroce_rto_ns(10, b);
-		b = sroce_rto_backoff_next(b, 7);
+		for (int i = 0; i < 8; i++) {
+			total += sroce_rto_ns(c.timeout, b);
+			b = sroce_rto_backoff_next(b, c.timeout, 7);
+		}
+		EXPECT_EQ(total, c.want * sroce_rto_ns(c.timeout, 0))
+			<< "timeout " << int(c.timeout);
 	}
-	EXPECT_EQ(total, 47 * kBase10);
 }
 
 // After a timeout the window restarts small and doubles with each ACK that

@@ -502,12 +502,7 @@ sr_pp() {
 	fi
 	[[ -n "$why" ]] || why=$(sr_pp_verify "$tmp/$tag" "$size" "$iters" "$nqp" "$saddr" "$caddr")
 	if [[ -n "$why" ]]; then
-		failures=$((failures + 1))
-		subtest_fail "$tag" "$why"
-		sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
-		sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
-		log "  kernel log since the start of the test:"
-		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
+		sr_case_failed "$tag" "$why" "$tmp/$tag"
 		return 0
 	fi
 	log "ok: $tag ($((SECONDS - t0))s): $(grep -h 'bytes in' "$tmp/$tag.cli")," \
@@ -515,9 +510,22 @@ sr_pp() {
 	subtest_ok "$tag"
 }
 
+# sr_case_failed TAG WHY BASE: a server/client case failed: count it in the
+# caller's $failures, report TAG as failed with WHY, then show both sides'
+# output (BASE.srv, BASE.cli) and the kernel log since the test began.
+sr_case_failed() {
+	failures=$((failures + 1))
+	subtest_fail "$1" "$2"
+	sed 's/^/  server| /' "$3.srv" 2>/dev/null || true
+	sed 's/^/  client| /' "$3.cli" 2>/dev/null || true
+	log "  kernel log since the start of the test:"
+	sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
+}
+
 # sr_pp_verify BASE SIZE ITERS NQP SADDR CADDR: empty output if both sides'
-# reports (BASE.srv, BASE.cli) are right, else what is wrong: no -c data
-# error, 2 x SIZE x ITERS bytes, ITERS iterations at a non-zero usec/iter,
+# reports (BASE.srv, BASE.cli, and BASE.srv.err, BASE.cli.err where stderr
+# went apart) are right, else what is wrong: no -c data error, 2 x SIZE x
+# ITERS bytes, ITERS iterations at a non-zero usec/iter,
 # and the peer's GID as the remote address (once per QP if NQP is set).
 sr_pp_verify() {
 	local base=$1 size=$2 iters=$3 nqp=$4 saddr=$5 caddr=$6 side f peer line b n usec
@@ -525,8 +533,9 @@ sr_pp_verify() {
 	for side in srv cli; do
 		f=$base.$side
 		if [[ $side == srv ]]; then peer=$caddr; else peer=$saddr; fi
-		if grep -qi 'invalid data' "$f"; then
-			echo "$side: received data failed the -c check: $(grep -i 'invalid data' "$f" | head -n 3 | xargs)"
+		# (A side whose stderr went apart has it in $f.err.)
+		if grep -qsi 'invalid data' "$f" "$f.err"; then
+			echo "$side: received data failed the -c check: $(grep -hsi 'invalid data' "$f" "$f.err" | head -n 3 | xargs)"
 			return
 		fi
 		line=$(grep -E '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$' "$f") ||

@@ -91,12 +91,7 @@ pt() {
 		return 0
 	fi
 	if [[ -n "$why" ]]; then
-		failures=$((failures + 1))
-		subtest_fail "$tag" "$why"
-		sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
-		sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
-		log "  kernel log since the start of the test:"
-		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
+		sr_case_failed "$tag" "$why" "$tmp/$tag"
 		return 0
 	fi
 	log "ok: $tag ($((SECONDS - t0))s)"

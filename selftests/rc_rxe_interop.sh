@@ -146,13 +146,8 @@ run() {
 		subtest_ok "$tag"
 		return 0
 	fi
-	failures=$((failures + 1))
 	first_why=$why
-	subtest_fail "$tag" "$why"
-	sed 's/^/  server| /' "$tmp/$tag.srv" 2>/dev/null || true
-	sed 's/^/  client| /' "$tmp/$tag.cli" 2>/dev/null || true
-	log "  kernel log since the start of the test:"
-	sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
+	sr_case_failed "$tag" "$why" "$tmp/$tag"
 	log "  counters: $(counters)"
 	if ! command -v dumpcap >/dev/null || ! command -v tshark >/dev/null; then
 		log "  (no dumpcap/tshark: no capture)"

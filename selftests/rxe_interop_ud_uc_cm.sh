@@ -228,30 +228,12 @@ summary() {
 
 # --- pingpongs ----------------------------------------------------------------------
 
-# pp_verify SRVFILE CLIFILE: ibv_{ud,uc}_pingpong reports on both sides, with
-# $pp_size/$pp_iters/$pp_saddr/$pp_caddr.
+# pp_verify SRVFILE CLIFILE: ibv_{ud,uc}_pingpong reports on both sides
+# (BASE.srv and BASE.cli, stderr in .err), with $pp_size/$pp_iters/
+# $pp_saddr/$pp_caddr: sr_pp_verify's checks.
 pp_size=0 pp_iters=0 pp_saddr='' pp_caddr=''
 pp_verify() {
-	local side f peer line b n usec want_bytes=$((2 * pp_size * pp_iters))
-	for side in srv cli; do
-		if [[ $side == srv ]]; then f=$1 peer=$pp_caddr; else f=$2 peer=$pp_saddr; fi
-		if grep -qi 'invalid data' "$f" "$f.err"; then
-			echo "$side: received data failed the -c check: $(grep -hi 'invalid data' "$f" "$f.err" | head -n 3 | xargs)"
-			return
-		fi
-		line=$(grep -E '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$' "$f") ||
-			{ echo "$side: no 'bytes in ... seconds' line"; return; }
-		read -r b _ <<<"$line"
-		[[ $b == "$want_bytes" ]] || { echo "$side: $b bytes, want $want_bytes"; return; }
-		line=$(grep -E '^[0-9]+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter$' "$f") ||
-			{ echo "$side: no 'iters in ... seconds' line"; return; }
-		read -r n _ _ _ _ _ usec _ <<<"$line"
-		[[ $n == "$pp_iters" ]] || { echo "$side: $n iters, want $pp_iters"; return; }
-		awk -v u="$usec" 'BEGIN { exit !(u > 0) }' || { echo "$side: $usec usec/iter"; return; }
-		grep -qE "remote address: .* GID $(sr_gid_text "$peer")\$" "$f" ||
-			{ echo "$side: remote GID is not $(sr_gid_text "$peer")"; return; }
-	done
-	return 0
+	sr_pp_verify "${1%.srv}" "$pp_size" "$pp_iters" '' "$pp_saddr" "$pp_caddr"
 }
 
 # pp TOOL TAG SSIDE CSIDE FAM SIZE ITERS PMTU [ARGS...]: TOOL (ud or uc)

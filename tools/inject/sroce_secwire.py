@@ -1,8 +1,9 @@
 """sroce_secwire: the wire-side security cases of selftests/sec_wire.sh.
 
-Imported by sroce_inject.py (commands sec-wire, udp-forge, newlink-race), whose wire,
-ICRC, victims and counters it uses. The cases are the table CASES at the
-end; each returns a list of problems (empty: passed) and ends with a line
+Imported by sroce_inject.py (commands sec-wire, udp-forge, newlink-race); the
+wire, ICRC, victims and counters it uses are those of roceinj/. The cases are
+the table CASES at the end; each returns a list of problems (empty: passed)
+and ends with a line
 
     RESULT <name> ok|FAIL [<first problem>]
 
@@ -59,8 +60,14 @@ import sys
 import time
 import traceback
 
-import sroce_inject as inj
-from sroce_inject import log, tp, reth, pattern
+from roceinj import proto as inj
+from roceinj.harness import Session
+from roceinj.proto import log, tp, reth, pattern
+from roceinj.verbs import Victim, qp_to_init, qp_to_rtr, qp_to_rts
+from roceinj.wire import NetNS
+
+# The entry script, which the unprivileged sender runs (udp-forge).
+ENTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sroce_inject.py")
 
 MTU = 1024                 # path MTU of every QP here
 FAR = 0x400000             # a PSN distance outside any receive window
@@ -191,33 +198,10 @@ class Pair:
             self.post_recv(i)
 
     def _connect(self, qp, dqpn, dgid, sgid_index, rq_psn, sq_psn):
-        from pyverbs.addr import AHAttr, GlobalRoute
-        from pyverbs.qp import QPAttr
-        e = self.e
-
-        def modify(mask, **kw):
-            attr = QPAttr()
-            for k, v in kw.items():
-                setattr(attr, k, v)
-            qp.modify(attr, mask)
-        modify(e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS,
-               qp_state=e.IBV_QPS_INIT, pkey_index=0, port_num=1, qp_access_flags=self.acc)
-        gr = GlobalRoute(dgid=dgid, sgid_index=sgid_index, hop_limit=64)
-        mask = (e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN
-                | e.IBV_QP_RQ_PSN)
-        kw = dict(qp_state=e.IBV_QPS_RTR, ah_attr=AHAttr(port_num=1, is_global=1, gr=gr),
-                  path_mtu=3, dest_qp_num=dqpn, rq_psn=rq_psn)
-        if self.kind == "rc":
-            mask |= e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER
-            kw.update(max_dest_rd_atomic=8, min_rnr_timer=12)
-        modify(mask, **kw)
-        mask = e.IBV_QP_STATE | e.IBV_QP_SQ_PSN
-        kw = dict(qp_state=e.IBV_QPS_RTS, sq_psn=sq_psn)
-        if self.kind == "rc":
-            # 1 s ACK timeout: a TCG guest stalls for longer than 67 ms.
-            mask |= e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC
-            kw.update(timeout=18, retry_cnt=7, rnr_retry=7, max_rd_atomic=8)
-        modify(mask, **kw)
+        # PMTU 1024; a 1 s ACK timeout: a TCG guest stalls for longer than 67 ms.
+        qp_to_init(qp, self.e, self.acc)
+        qp_to_rtr(qp, self.e, self.kind, dgid, sgid_index, 3, dqpn, rq_psn)
+        qp_to_rts(qp, self.e, self.kind, sq_psn, 18, 7)
 
     def post_recv(self, slot):
         from pyverbs.wr import RecvWR, SGE
@@ -334,7 +318,7 @@ class SecWire:
             % (kind.upper(), p.qb.qp_num, a.dev, e, va, rkey, p.qa.qp_num, a.peer_dev))
         cmd = ["ip", "netns", "exec", a.peer_ns, "setpriv", "--reuid=65534", "--regid=65534",
                "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
-               sys.executable, os.path.abspath(inj.__file__), "udp-forge", "--dst-ip", a.dst_ip,
+               sys.executable, ENTRY, "udp-forge", "--dst-ip", a.dst_ip,
                "--transport", kind, "--qpn", str(p.qb.qp_num), "--psn", str(e),
                "--rkey", str(rkey), "--va", str(va), "--ops", ",".join(ops)]
         c0 = self.snap.take()
@@ -393,7 +377,7 @@ class SecWire:
         L = a.dup_read_kb * 1024
         n = L // MTU
         big = MR(vb.pd, L, e_.IBV_ACCESS_LOCAL_WRITE | e_.IBV_ACCESS_REMOTE_READ)
-        v = inj.Victim(vb, "dup-read", "rc", "rtr", recvs=0, mtu=MTU)
+        v = Victim(vb, "dup-read", "rc", "rtr", recvs=0, mtu=MTU)
         try:
             return self._dup_read(big, v, L, n)
         finally:
@@ -718,7 +702,7 @@ def run(a):
     if unknown:
         log("sec-wire: unknown case(s) %s; known: %s" % (", ".join(unknown), ", ".join(NAMES)))
         return 2
-    s = inj.Session(a)
+    s = Session(a)
     sw = SecWire(s)
     ok = True
     for name, meth, args in CASES:
@@ -874,7 +858,7 @@ def newlink_race(a):
     import statistics
     import threading
     sysfs = "/sys/class/infiniband/"
-    with inj.NetNS(a.ns):
+    with NetNS(a.ns):
         rt, rt_del, rd = Netlink(NETLINK_ROUTE), Netlink(NETLINK_ROUTE), Netlink(NETLINK_RDMA)
     probs = []
     outcomes = {}

@@ -27,7 +27,8 @@ VM_TIMEOUT ?= 2400
 VM_MEM ?= 4G
 DESTDIR ?=
 PREFIX ?= /usr
-CHECKPATCH ?= $(firstword $(wildcard $(BUILD)/linux-source-6.1/scripts/checkpatch.pl) $(BUILD)/linux-source-6.1/scripts/checkpatch.pl)
+LINUX_SOURCE := $(shell $(ROOT)/tools/release.sh | sed -n 's/^SROCE_LINUX_SOURCE=//p')
+CHECKPATCH ?= $(BUILD)/$(LINUX_SOURCE)/scripts/checkpatch.pl
 
 export KVER
 
@@ -111,8 +112,8 @@ check: check-kernel check-user
 
 $(CHECKPATCH):
 	@mkdir -p $(BUILD)
-	tar -C $(BUILD) -xf /usr/src/linux-source-6.1.tar.xz linux-source-6.1/scripts linux-source-6.1/include/linux/kernel.h 2>/dev/null || \
-		tar -C $(BUILD) -xf /usr/src/linux-source-6.1.tar.xz linux-source-6.1/scripts
+	tar -C $(BUILD) -xf /usr/src/$(LINUX_SOURCE).tar.xz $(LINUX_SOURCE)/scripts $(LINUX_SOURCE)/include/linux/kernel.h 2>/dev/null || \
+		tar -C $(BUILD) -xf /usr/src/$(LINUX_SOURCE).tar.xz $(LINUX_SOURCE)/scripts
 
 check-kernel: deps-check $(CHECKPATCH)
 	$(ROOT)/tools/check-kernel.sh $(CHECKPATCH) $(KDIR)

@@ -3,15 +3,25 @@
 # Usage: tools/deps.sh [--check]   (--check: only report what is missing, exit 1 if any)
 set -euo pipefail
 
+# shellcheck source=tools/release.sh
+source "$(dirname "${BASH_SOURCE[0]}")/release.sh"
+if [[ $SROCE_SUPPORTED != 1 ]]; then
+	echo "deps: sroce's package lists are for Debian 12 (bookworm) and Debian 13 (trixie);" \
+		"this is $SROCE_RELEASE_NAME ($SROCE_RELEASE)." >&2
+	echo "deps: SROCE_DEPS_RELEASE=13 make deps tries Debian 13's list anyway." >&2
+	exit 1
+fi
+
+# shellcheck disable=SC2206  # the release's lists are words
 PKGS=(
 	# build
 	build-essential g++ cmake make pkg-config libgtest-dev
 	linux-image-amd64 linux-headers-amd64 kmod
 	libibverbs-dev librdmacm-dev
 	# static checks
-	sparse linux-source-6.1 clang-format clang-tidy
+	sparse $SROCE_LINUX_SOURCE clang-format clang-tidy
 	# fuzzing (libFuzzer)
-	clang-14 libclang-rt-14-dev
+	$SROCE_CLANG_PKGS
 	# VM harness
 	qemu-system-x86 busybox-static cpio
 	# run and test

@@ -11,14 +11,9 @@ fi
 # Debian 13: 6.12), newest of that series, even when a newer one (say
 # bookworm-backports' 6.12) is installed too: the main lane must not change
 # kernel because a package was added. Other releases: the newest installed.
-series=
-if [[ -r /etc/os-release ]]; then
-	# shellcheck source=/dev/null
-	case $(. /etc/os-release && echo "${ID:-}:${VERSION_ID:-}") in
-	debian:12) series=6.1 ;;
-	debian:13) series=6.12 ;;
-	esac
-fi
+# shellcheck source=tools/release.sh
+source "$(dirname "${BASH_SOURCE[0]}")/release.sh"
+series=$SROCE_KSERIES
 best='' any=''
 for img in /boot/vmlinuz-*-amd64; do
 	[[ -e "$img" ]] || continue

@@ -30,7 +30,9 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 FRAG=$HERE/debug.config
-SRC_PKG=linux-source-6.1
+# shellcheck source=tools/release.sh
+source "$HERE/../release.sh"
+SRC_PKG=$SROCE_LINUX_SOURCE
 TARBALL=/usr/src/$SRC_PKG.tar.xz
 
 die() { echo "debug-kernel: $*" >&2; exit 1; }

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Our own declarations of libibverbs' private provider ABI ("IBVERBS_PRIVATE_34")
- * as shipped in rdma-core 44.0, which is what Debian 12 installs.
+ * as shipped in rdma-core 44 (Debian 12) and 56 (Debian 13).
  *
  * rdma-core does not install its driver.h: the provider interface is private
  * on purpose and only providers built in the same tree are supported. The
- * private ABI number 34 spans rdma-core 34..56, but several structs changed
- * inside that range (verbs_context_ops grew in v35/v36, verbs_qp moved in v44
- * and v45), so these declarations are correct for 44.0 and nothing else.
- * That is why every size and offset is asserted below, why the tests call
- * the real libibverbs to check the ops table, and why the provider refuses
- * to register unless the mapped libibverbs is the 44.0 file (abi_guard.h).
+ * private ABI number 34 spans rdma-core 34..56, but structs changed inside
+ * that range (verbs_context_ops grew in v35/v36; verbs_qp embeds the public
+ * ibv_qp_ex, which grew wr_flush in v45: 352 bytes in 44, 360 in 56), so
+ * these declarations are correct for the releases below and nothing else.
+ * SROCE_RDMA_CORE (config.h, from the libibverbs this is built against)
+ * says which; CMake refuses any other. That is why every size and offset is
+ * asserted below, per release, why the tests call the real libibverbs to
+ * check the ops table, and why the provider refuses to register unless the
+ * mapped libibverbs is the file it was built against (abi_guard.h).
  *
  * Written from the documented layout facts, not copied from rdma-core.
  */
@@ -19,6 +22,8 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
+
+#include "config.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -542,7 +547,18 @@ enum : uint32_t {
 	SROCE_VERBS_LOG_DEBUG = 4,
 };
 
-/* ---- layout checks: every value below was measured on the 44.0 binary -- */
+/*
+ * ---- layout checks: every value below was measured on the release's own
+ * libibverbs (44.0: Debian 12; 56.1: Debian 13). What depends on verbs.h
+ * (ibv_qp_ex, and verbs_qp around it) differs between them.
+ */
+#if SROCE_RDMA_CORE == 44
+#define SROCE_IBV_QP_EX_SIZE 352
+#elif SROCE_RDMA_CORE == 56
+#define SROCE_IBV_QP_EX_SIZE 360
+#else
+#error "verbs_private.h declares rdma-core 44 and 56 only (user/CMakeLists.txt)"
+#endif
 
 #define SROCE_ASSERT_SIZE(type, size) \
 	static_assert(sizeof(struct type) == (size), "ABI size of " #type)
@@ -608,16 +624,16 @@ SROCE_ASSERT_SIZE(verbs_context, 648);
 SROCE_ASSERT_OFF(verbs_context, sz, 312);
 SROCE_ASSERT_OFF(verbs_context, context, 320);
 SROCE_ASSERT_SIZE(verbs_cq, 288);
-SROCE_ASSERT_SIZE(verbs_qp, 368);
-SROCE_ASSERT_OFF(verbs_qp, comp_mask, 352);
-SROCE_ASSERT_OFF(verbs_qp, xrcd, 360);
+SROCE_ASSERT_SIZE(verbs_qp, SROCE_IBV_QP_EX_SIZE + 16);
+SROCE_ASSERT_OFF(verbs_qp, comp_mask, SROCE_IBV_QP_EX_SIZE);
+SROCE_ASSERT_OFF(verbs_qp, xrcd, SROCE_IBV_QP_EX_SIZE + 8);
 SROCE_ASSERT_SIZE(verbs_srq, 160);
 SROCE_ASSERT_SIZE(verbs_mr, 56);
 SROCE_ASSERT_OFF(verbs_mr, mr_type, 48);
 SROCE_ASSERT_OFF(verbs_mr, access, 52);
 SROCE_ASSERT_SIZE(verbs_xrcd, 16);
 SROCE_ASSERT_SIZE(ibv_qp, 160);
-SROCE_ASSERT_SIZE(ibv_qp_ex, 352);
+SROCE_ASSERT_SIZE(ibv_qp_ex, SROCE_IBV_QP_EX_SIZE);
 SROCE_ASSERT_SIZE(ibv_cq, 128);
 SROCE_ASSERT_SIZE(ibv_cq_ex, 288);
 SROCE_ASSERT_SIZE(ibv_srq, 128);

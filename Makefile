@@ -1,7 +1,7 @@
 # sroce top-level Makefile.
 #
 #   make deps      install every Debian package the project needs (idempotent)
-#   make           build kernel/sroce.ko and build/user/libsroce-rdmav34.so
+#   make           build kernel/sroce.ko and build/user/libsroce-rdmav34.so (65 for rdma-core 65)
 #   make test      host unit tests + all selftests in a QEMU guest + the two-guest lane
 #   make test-2vm  the two-guest lane alone: two QEMU guests joined by a virtio-net link
 #   make check     checkpatch --strict + sparse on kernel/, clang-format/-tidy on user/

@@ -39,7 +39,7 @@ ipa=10.93.0.1 ipb=10.93.0.2
 
 sr_setup
 require_cmd ib_write_bw ib_read_bw ibv_xsrq_pingpong tc tshark dumpcap jq
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 provider_env
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"

@@ -89,7 +89,7 @@ nflows_max=4
 
 sr_setup
 require_cmd tc ib_send_bw jq awk
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 [[ -f "$plot" ]] || fail "$plot is missing"
 [[ -f "$knobs_file" ]] || fail "$knobs_file is missing"
 require_module bridge sch_htb sch_red

@@ -56,7 +56,7 @@ for b in "$bin" "$integrity"; do
 	[[ -x "$b" ]] || skip "$b is not built (make verbs-tests)"
 done
 sr_setup
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
 ns_create "$nsa"
 ns_create "$nsb"

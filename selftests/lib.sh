@@ -402,8 +402,18 @@ sroce_install_module() {
 	depmod -a
 }
 
+# provider_so: the built provider, build/user/libsroce-rdmav<N>.so (N: the
+# private ABI of the rdma-core it was built for, 34 or 65); nothing if none.
+provider_so() {
+	local f
+	for f in "${SROCE_PROVIDER:-$SROCE_ROOT/build/user/libsroce}"-rdmav*.so; do
+		[[ -f $f ]] && echo "$f" && return 0
+	done
+	return 1
+}
+
 # provider_env: make libibverbs load the uninstalled provider
-# build/user/libsroce-rdmav34.so (RDMAV_DRIVERS takes a path prefix), and
+# build/user/libsroce-rdmav<N>.so (RDMAV_DRIVERS takes a path prefix), and
 # show its warnings.
 provider_env() {
 	export RDMAV_DRIVERS=$SROCE_ROOT/build/user/libsroce

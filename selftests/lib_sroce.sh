@@ -372,10 +372,10 @@ sr_more_case() {
 
 # sr_have_provider: the built provider is there (then provider_env is in
 # effect for the rest of the test). SROCE_PROVIDER=/path/libsroce overrides
-# build/user/libsroce (the RDMAV_DRIVERS prefix of libsroce-rdmav34.so).
+# build/user/libsroce (the RDMAV_DRIVERS prefix of libsroce-rdmav<N>.so).
 sr_have_provider() {
 	local p=${SROCE_PROVIDER:-$SROCE_ROOT/build/user/libsroce}
-	[[ -f "$p-rdmav34.so" ]] || return 1
+	provider_so >/dev/null || return 1
 	if [[ -z "${SR_DEVINFO_ERR:-}" ]]; then
 		SR_DEVINFO_ERR=$(mktemp)
 		defer rm -f "$SR_DEVINFO_ERR"

@@ -258,7 +258,7 @@ if [[ $backend == sroce ]]; then
 	sr_link_add "$ns" "$dev" "$netdev"
 	provider_env
 	log "sroce.ko $(stat -c '%y' "$(sroce_module_path)" | cut -d. -f1)," \
-		"provider $(stat -c '%y' "$SROCE_ROOT/build/user/libsroce-rdmav34.so" | cut -d. -f1)" \
+		"provider $(stat -c '%y' "$(provider_so)" | cut -d. -f1)" \
 		"($(git -C "$SROCE_ROOT" describe --always --dirty 2>/dev/null || echo '?'))"
 else
 	require_module rdma_rxe

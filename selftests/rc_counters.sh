@@ -39,7 +39,7 @@ bth_icrc=16 # BTH (12) + ICRC (4): the least a RoCE v2 packet carries
 
 if [[ $backend == sroce ]]; then
 	sr_module_use
-	sr_have_provider || skip "the provider build/user/libsroce-rdmav34.so is not built"
+	sr_have_provider || skip "the provider build/user/libsroce-rdmav<N>.so is not built"
 	nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l va=${SR_ID}va vb=${SR_ID}vb dl=${SR_ID}dl
 	deva=${SR_ID}s0 devb=${SR_ID}s1 devl=${SR_ID}sl
 	ns_create "$nsa"

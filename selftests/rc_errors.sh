@@ -23,7 +23,7 @@ da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
 
 [[ -x "$bin" ]] || skip "$bin is not built (cmake -S tools/verbs-tests -B build/verbs-tests && cmake --build build/verbs-tests)"
 sr_setup
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
 ns_create "$nsa"
 ns_create "$nsb"

@@ -49,7 +49,7 @@ seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 [[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
 sr_setup
 require_cmd tc
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
 ns_create "$nsa"
 ns_create "$nsb"

@@ -42,7 +42,7 @@ seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 sr_setup
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
 # --- topology ------------------------------------------------------------------
 

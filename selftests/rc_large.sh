@@ -41,7 +41,7 @@ seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 
 [[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
 sr_setup
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
 # Memory: 2 x size registered (pinned), plus room for the rest of the guest.
 case $size in

@@ -29,7 +29,7 @@ seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 
 [[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
 sr_setup
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
 # --- topology ------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ v4a=192.0.2.1 v4b=192.0.2.2
 
 if [[ $backend == sroce ]]; then
 	sr_module_use
-	sr_have_provider || skip "the provider build/user/libsroce-rdmav34.so is not built"
+	sr_have_provider || skip "the provider build/user/libsroce-rdmav<N>.so is not built"
 	nsa=${SR_ID}a nsb=${SR_ID}b va=${SR_ID}va vb=${SR_ID}vb
 	deva=${SR_ID}s0 devb=${SR_ID}s1
 	ns_create "$nsa"

@@ -37,7 +37,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 sr_setup
 require_cmd ibv_rc_pingpong ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat timeout
-sr_have_provider || skip "the provider build/user/libsroce-rdmav34.so is not built"
+sr_have_provider || skip "the provider build/user/libsroce-rdmav<N>.so is not built"
 sr_rxe_use || skip "rdma_rxe cannot be loaded (is UDP 4791 of the initial namespace taken?)"
 
 

@@ -41,7 +41,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 sr_setup
 require_cmd ibv_ud_pingpong ibv_uc_pingpong ibv_devinfo rping ucmatose udaddy timeout
 require_module rdma_ucm
-sr_have_provider || skip "the provider build/user/libsroce-rdmav34.so is not built"
+sr_have_provider || skip "the provider build/user/libsroce-rdmav<N>.so is not built"
 sr_rxe_use || skip "rdma_rxe cannot be loaded (is UDP 4791 of the initial namespace taken?)"
 
 tmp=$(mktemp -d)

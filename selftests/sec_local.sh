@@ -67,7 +67,7 @@ vt=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}
 bin=$vt/sec_local
 [[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
 sr_setup
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 require_cmd setpriv timeout sha256sum
 
 nsa=${SR_ID}a nsb=${SR_ID}b
@@ -172,7 +172,7 @@ case_memcg_limit() {
 	# rings fill memory.max each allocation evicts them and the program
 	# faults them straight back: it thrashed for minutes (CI, and 2 of 3
 	# runs here) instead of reaching ENOMEM, with 25000 refaults a second.
-	local files=("$bin" "${RDMAV_DRIVERS:-}-rdmav34.so")
+	local files=("$bin" "$(provider_so)")
 	mapfile -t -O ${#files[@]} files < <(ldd "$bin" "${files[1]}" 2>/dev/null |
 		awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $1 !~ /:$/ { print $1 }' | sort -u)
 	check python3 - "${files[@]}" <<'PY'

@@ -67,7 +67,7 @@ read -ra extra <<<"${SROCE_SECWIRE_ARGS:-}"
 
 sr_setup
 require_cmd setpriv
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 "$PYTHON" -c 'import pyverbs' 2>/dev/null || skip "$PYTHON cannot import pyverbs (python3-pyverbs)"
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"

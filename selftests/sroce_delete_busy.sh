@@ -14,7 +14,7 @@ ns=$SR_ID dev=${SR_ID}d name=${SR_ID}ib
 
 sr_setup
 require_cmd ibv_asyncwatch
-sr_have_provider || skip "no provider: build/user/libsroce-rdmav34.so is not built"
+sr_have_provider || skip "no provider: build/user/libsroce-rdmav<N>.so is not built"
 ns_create "$ns"
 sr_dummy "$ns" "$dev"
 sr_link_add "$ns" "$name" "$dev"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # timeout: 180
 #
-# Provider-level view of a device (needs build/user/libsroce-rdmav34.so):
+# Provider-level view of a device (needs build/user/libsroce-rdmav<N>.so):
 # ibv_devices lists it with its GUID; ibv_devinfo -v shows the attributes
 # sroce.ko reports. With rdma_rxe present too, each provider claims only its
 # own devices: ibv_devinfo works for both without "no userspace
@@ -16,7 +16,7 @@ rxe=${SR_ID}rxe
 
 sr_setup
 require_cmd ibv_devices ibv_devinfo
-sr_have_provider || skip "no provider: build/user/libsroce-rdmav34.so is not built"
+sr_have_provider || skip "no provider: build/user/libsroce-rdmav<N>.so is not built"
 ns_create "$ns"
 sr_dummy "$ns" "$dev" "$mac"
 check ip -n "$ns" addr add 10.66.0.1/24 dev "$dev"

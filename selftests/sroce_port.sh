@@ -32,7 +32,7 @@ if sr_have_provider && command -v ibv_asyncwatch >/dev/null; then
 	wait_for "grep -q 'async event FD' $events" 10 ||
 		fail "ibv_asyncwatch -d $name did not start: $(cat "$events")"
 else
-	log "NOTE: provider (build/user/libsroce-rdmav34.so) or ibv_asyncwatch missing: async events and active_mtu NOT checked"
+	log "NOTE: provider (build/user/libsroce-rdmav<N>.so) or ibv_asyncwatch missing: async events and active_mtu NOT checked"
 fi
 
 # expect_events N: the watcher has printed exactly N port events so far, the

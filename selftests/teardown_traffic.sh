@@ -62,7 +62,7 @@ RANDOM=$seed
 [[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
 require_cmd ip rdma ss jq tc timeout ib_write_bw ib_read_bw
 [[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"

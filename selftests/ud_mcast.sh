@@ -28,7 +28,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 sr_setup
 require_cmd mckey timeout stdbuf
 require_module rdma_ucm
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
 nsa=${SR_ID}a nsb=${SR_ID}b
 va=${SR_ID}va vb=${SR_ID}vb

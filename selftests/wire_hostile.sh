@@ -88,7 +88,7 @@ read -ra ri_args <<<"${SROCE_WH_INTEGRITY_ARGS:-}"
 
 [[ -x "$bin" ]] || skip "$bin is not built (make verbs-tests)"
 sr_setup
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav34.so) is not built"
+sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
 # The injector stamps its cases with this clock ($SECONDS of this script).

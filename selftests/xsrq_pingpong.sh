@@ -32,7 +32,7 @@ v4a=192.0.2.1 v4b=192.0.2.2 v6a=2001:db8::1 v6b=2001:db8::2
 v4l=198.51.100.1 v6l=2001:db8:1::1
 
 sr_module_use
-sr_have_provider || skip "the provider build/user/libsroce-rdmav34.so is not built"
+sr_have_provider || skip "the provider build/user/libsroce-rdmav<N>.so is not built"
 nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
 va=${SR_ID}va vb=${SR_ID}vb dl=${SR_ID}dl
 deva=${SR_ID}s0 devb=${SR_ID}s1 devl=${SR_ID}sl

@@ -59,7 +59,7 @@ defer rm -rf "$tmp"
 next_port=19000
 
 sr_module_use
-sr_have_provider || fail "the provider build/user/libsroce-rdmav34.so is not built"
+sr_have_provider || fail "the provider build/user/libsroce-rdmav<N>.so is not built"
 sr_rxe_use || fail "rdma_rxe cannot be loaded"
 require_cmd ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat iperf3 jq
 

@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
 	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
-for f in "$root/kernel/sroce.ko" "$root/build/user/libsroce-rdmav34.so"; do
+for f in "$root/kernel/sroce.ko" "$root/build/user/libsroce-rdmav"*.so; do
 	[[ -f "$f" ]] || { echo "bench: $f is not built (run make)" >&2; exit 1; }
 done
 mkdir -p "$out"

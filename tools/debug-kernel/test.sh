@@ -107,7 +107,7 @@ grep -q __asan_report <<<"$undef" || die "$ko has no KASAN instrumentation"
 grep -q __ubsan_handle <<<"$undef" || die "$ko has no UBSAN instrumentation"
 say "sroce.ko for $release: $(grep -c '__asan_\|__ubsan_' <<<"$undef") sanitizer entry points referenced ($((SECONDS - t1)) s)"
 
-[[ -f "$ROOT/build/user/libsroce-rdmav34.so" ]] || die "the provider is not built (make)"
+compgen -G "$ROOT/build/user/libsroce-rdmav*.so" >/dev/null || die "the provider is not built (make)"
 
 # --- the guest --------------------------------------------------------------------------
 # Scaled-down iteration counts: the caller's environment wins.

@@ -295,8 +295,8 @@ struct ibv_cq_ex *create_cq_ex(struct ibv_context *ibctx,
 
 	struct ibv_create_cq_ex cmd = {};
 	create_cq_ex_resp resp = {};
-	ret = ibv_cmd_create_cq_ex(ibctx, attr, &c->vcq, &cmd, sizeof(cmd),
-				   resp.ibv(), sizeof(resp), 0);
+	ret = sroce_cmd_create_cq_ex(ibctx, attr, &c->vcq, &cmd, sizeof(cmd),
+				     resp.ibv(), sizeof(resp), 0);
 	if (ret) {
 		c.reset();
 		errno = ret;

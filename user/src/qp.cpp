@@ -135,8 +135,8 @@ struct ibv_qp *create_qp_ex(struct ibv_context *ibctx,
 
 	struct ibv_create_qp_ex cmd = {};
 	create_qp_ex_resp resp = {};
-	ret = ibv_cmd_create_qp_ex2(ibctx, &q->vqp, attr, &cmd, sizeof(cmd),
-				    resp.ibv(), sizeof(resp));
+	ret = sroce_cmd_create_qp_ex2(ibctx, &q->vqp, attr, &cmd, sizeof(cmd),
+				      resp.ibv(), sizeof(resp));
 	if (ret) {
 		q.reset();
 		errno = ret;

@@ -12,7 +12,7 @@ namespace
 __attribute__((constructor)) void sroce_register_provider() noexcept
 {
 	if (sroce::should_register())
-		verbs_register_driver_34(&sroce::device_ops);
+		sroce_verbs_register_driver(&sroce::device_ops);
 }
 
 } // namespace

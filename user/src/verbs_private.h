@@ -183,17 +183,37 @@ struct verbs_device {
 	uint64_t core_support;
 };
 
-/* ---- the per-context operations table (76 slots, sorted by name) ------ */
+/*
+ * ---- the per-context operations table (sorted by name): 76 slots in
+ * rdma-core 44 and 56; 65 adds 17 (buffers, DMA handles, completion
+ * counters, port speed, reg_mr_ex), 93 in all.
+ */
 
 struct ibv_ops_wr;
 struct ibv_ece;
+struct ibv_buf;
+struct ibv_dmah;
+struct ibv_dmah_init_attr;
+struct ibv_comp_cntr;
+struct ibv_comp_cntr_init_attr;
+struct ibv_comp_cntr_caps;
+struct ibv_qp_attach_comp_cntr_attr;
+struct ibv_mr_init_attr;
 
 struct verbs_context_ops {
 	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 			 uint32_t flags, struct ibv_sge *sg_list,
 			 uint32_t num_sges);
+#if SROCE_RDMA_CORE >= 65
+	void *(*alloc_buf)(struct ibv_pd *pd, size_t size,
+			   struct ibv_buf **buf);
+#endif
 	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
 				   struct ibv_alloc_dm_attr *attr);
+#if SROCE_RDMA_CORE >= 65
+	struct ibv_dmah *(*alloc_dmah)(struct ibv_context *context,
+				       struct ibv_dmah_init_attr *attr);
+#endif
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *pd);
 	struct ibv_pd *(*alloc_parent_domain)(
@@ -215,6 +235,11 @@ struct verbs_context_ops {
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
 				    struct ibv_ah_attr *attr);
+#if SROCE_RDMA_CORE >= 65
+	struct ibv_comp_cntr *(*create_comp_cntr)(
+		struct ibv_context *context,
+		struct ibv_comp_cntr_init_attr *attr);
+#endif
 	struct ibv_counters *(*create_counters)(
 		struct ibv_context *context,
 		struct ibv_counters_init_attr *init_attr);
@@ -244,11 +269,17 @@ struct verbs_context_ops {
 		struct ibv_srq_init_attr_ex *srq_init_attr_ex);
 	struct ibv_wq *(*create_wq)(struct ibv_context *context,
 				    struct ibv_wq_init_attr *wq_init_attr);
+#if SROCE_RDMA_CORE >= 65
+	int (*dealloc_dmah)(struct ibv_dmah *dmah);
+#endif
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	int (*dealloc_td)(struct ibv_td *td);
 	int (*dereg_mr)(struct verbs_mr *vmr);
 	int (*destroy_ah)(struct ibv_ah *ah);
+#if SROCE_RDMA_CORE >= 65
+	int (*destroy_comp_cntr)(struct ibv_comp_cntr *comp_cntr);
+#endif
 	int (*destroy_counters)(struct ibv_counters *counters);
 	int (*destroy_cq)(struct ibv_cq *cq);
 	int (*destroy_flow)(struct ibv_flow *flow);
@@ -259,6 +290,10 @@ struct verbs_context_ops {
 	int (*destroy_wq)(struct ibv_wq *wq);
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
+#if SROCE_RDMA_CORE >= 65
+	int (*dm_export_dmabuf_fd)(struct ibv_dm *dm);
+	void (*free_buf)(struct ibv_buf *buf);
+#endif
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
 	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
@@ -267,6 +302,11 @@ struct verbs_context_ops {
 	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle);
 	struct ibv_pd *(*import_pd)(struct ibv_context *context,
 				    uint32_t pd_handle);
+#if SROCE_RDMA_CORE >= 65
+	int (*inc_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+	int (*inc_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
+				 uint64_t amount);
+#endif
 	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 	int (*modify_flow_action_esp)(struct ibv_flow_action *action,
 				      struct ibv_flow_action_esp_attr *attr);
@@ -291,6 +331,14 @@ struct verbs_context_ops {
 			    struct ibv_ops_wr **bad_op);
 	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr,
 			     struct ibv_recv_wr **bad_recv_wr);
+#if SROCE_RDMA_CORE >= 65
+	int (*qp_attach_comp_cntr)(struct ibv_qp *qp,
+				   struct ibv_comp_cntr *comp_cntr,
+				   struct ibv_qp_attach_comp_cntr_attr *attr);
+	int (*query_comp_cntr_caps)(struct ibv_context *context,
+				    struct ibv_comp_cntr_caps *caps,
+				    size_t caps_size);
+#endif
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr,
@@ -298,6 +346,10 @@ struct verbs_context_ops {
 	int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
+#if SROCE_RDMA_CORE >= 65
+	int (*query_port_speed)(struct ibv_context *context, uint32_t port_num,
+				uint64_t *speed);
+#endif
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	int (*query_qp_data_in_order)(struct ibv_qp *qp, enum ibv_wr_opcode op,
@@ -305,9 +357,16 @@ struct verbs_context_ops {
 	int (*query_rt_values)(struct ibv_context *context,
 			       struct ibv_values_ex *values);
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
+#if SROCE_RDMA_CORE >= 65
+	int (*read_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+#endif
 	int (*read_counters)(struct ibv_counters *counters,
 			     uint64_t *counters_value, uint32_t ncounters,
 			     uint32_t flags);
+#if SROCE_RDMA_CORE >= 65
+	int (*read_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
+				  uint64_t *value);
+#endif
 	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
 				    uint64_t dm_offset, size_t length,
 				    unsigned int access);
@@ -316,11 +375,22 @@ struct verbs_context_ops {
 					int access);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
+#if SROCE_RDMA_CORE >= 65
+	struct ibv_mr *(*reg_mr_ex)(struct ibv_pd *pd,
+				    struct ibv_mr_init_attr *mr_init_attr);
+#endif
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access);
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
+#if SROCE_RDMA_CORE >= 65
+	int (*set_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+#endif
 	int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
+#if SROCE_RDMA_CORE >= 65
+	int (*set_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
+				 uint64_t value);
+#endif
 	void (*unimport_dm)(struct ibv_dm *dm);
 	void (*unimport_mr)(struct ibv_mr *mr);
 	void (*unimport_pd)(struct ibv_pd *pd);
@@ -414,7 +484,15 @@ struct ibv_command_buffer;
 /* ---- IBVERBS_PRIVATE_34 functions ------------------------------------- */
 
 /* The C name with the ABI number: a PABI change fails the dlopen, loudly. */
+#if SROCE_PABI == 34
 void verbs_register_driver_34(const struct verbs_device_ops *ops);
+#define sroce_verbs_register_driver verbs_register_driver_34
+#elif SROCE_PABI == 65
+void verbs_register_driver_65(const struct verbs_device_ops *ops);
+#define sroce_verbs_register_driver verbs_register_driver_65
+#else
+#error "no registration function declared for this private ABI"
+#endif
 
 /*
  * context_offset is offsetof(provider_ctx, verbs_context member) cast to a
@@ -467,12 +545,23 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_cq *cq, struct ibv_create_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
 		      size_t resp_size);
+#if SROCE_RDMA_CORE >= 65
+struct verbs_create_cq_prov_attr; /* provider-allocated CQ buffers */
+int ibv_cmd_create_cq_ex(struct ibv_context *context,
+			 const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_create_cq_prov_attr *prov_attr,
+			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
+			 size_t cmd_size,
+			 struct ib_uverbs_ex_create_cq_resp *resp,
+			 size_t resp_size, uint32_t cmd_flags);
+#else
 int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 const struct ibv_cq_init_attr_ex *cq_attr,
 			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
 			 size_t cmd_size,
 			 struct ib_uverbs_ex_create_cq_resp *resp,
 			 size_t resp_size, uint32_t cmd_flags);
+#endif
 int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_resize_cq_resp *resp,
 		      size_t resp_size);
@@ -504,7 +593,11 @@ int ibv_cmd_create_qp_ex2(struct ibv_context *context, struct verbs_qp *qp,
 			  struct ibv_qp_init_attr_ex *qp_attr,
 			  struct ibv_create_qp_ex *cmd, size_t cmd_size,
 			  struct ib_uverbs_ex_create_qp_resp *resp,
+#if SROCE_RDMA_CORE >= 65
+			  size_t resp_size, struct ibv_command_buffer *driver);
+#else
 			  size_t resp_size);
+#endif
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
 		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
 		     struct ibv_query_qp *cmd, size_t cmd_size);
@@ -525,6 +618,45 @@ int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad_wr);
 
 } /* extern "C" */
+
+/*
+ * The commands whose arguments differ between releases, with one signature
+ * for the rest of the provider: rdma-core 65 added a provider buffer
+ * description (create_cq_ex) and ioctl driver attributes (create_qp_ex2);
+ * sroce passes neither.
+ */
+inline int sroce_cmd_create_cq_ex(struct ibv_context *context,
+				  const struct ibv_cq_init_attr_ex *cq_attr,
+				  struct verbs_cq *cq,
+				  struct ibv_create_cq_ex *cmd, size_t cmd_size,
+				  struct ib_uverbs_ex_create_cq_resp *resp,
+				  size_t resp_size, uint32_t cmd_flags) noexcept
+{
+#if SROCE_RDMA_CORE >= 65
+	return ibv_cmd_create_cq_ex(context, cq_attr, nullptr, cq, cmd,
+				    cmd_size, resp, resp_size, cmd_flags);
+#else
+	return ibv_cmd_create_cq_ex(context, cq_attr, cq, cmd, cmd_size, resp,
+				    resp_size, cmd_flags);
+#endif
+}
+
+inline int sroce_cmd_create_qp_ex2(struct ibv_context *context,
+				   struct verbs_qp *qp,
+				   struct ibv_qp_init_attr_ex *qp_attr,
+				   struct ibv_create_qp_ex *cmd,
+				   size_t cmd_size,
+				   struct ib_uverbs_ex_create_qp_resp *resp,
+				   size_t resp_size) noexcept
+{
+#if SROCE_RDMA_CORE >= 65
+	return ibv_cmd_create_qp_ex2(context, qp, qp_attr, cmd, cmd_size, resp,
+				     resp_size, nullptr);
+#else
+	return ibv_cmd_create_qp_ex2(context, qp, qp_attr, cmd, cmd_size, resp,
+				     resp_size);
+#endif
+}
 
 /*
  * driver.h's ibv_initialize_parent_domain() is a static inline, so it is
@@ -554,10 +686,18 @@ enum : uint32_t {
  */
 #if SROCE_RDMA_CORE == 44
 #define SROCE_IBV_QP_EX_SIZE 352
-#elif SROCE_RDMA_CORE == 56
+#elif SROCE_RDMA_CORE == 56 || SROCE_RDMA_CORE == 65
 #define SROCE_IBV_QP_EX_SIZE 360
 #else
-#error "verbs_private.h declares rdma-core 44 and 56 only (user/CMakeLists.txt)"
+#error "verbs_private.h declares rdma-core 44, 56 and 65 only (user/cmake/rdma_core.cmake)"
+#endif
+/* 65's verbs_context has six more entry points (48 bytes) before sz. */
+#if SROCE_RDMA_CORE >= 65
+#define SROCE_VERBS_CONTEXT_GROWTH 48
+#define SROCE_OPS_65(n)		   (n)
+#else
+#define SROCE_VERBS_CONTEXT_GROWTH 0
+#define SROCE_OPS_65(n)		   0
 #endif
 
 #define SROCE_ASSERT_SIZE(type, size) \
@@ -610,19 +750,21 @@ SROCE_ASSERT_OFF(verbs_device, entry, 680);
 SROCE_ASSERT_OFF(verbs_device, sysfs, 696);
 SROCE_ASSERT_OFF(verbs_device, core_support, 704);
 
-SROCE_ASSERT_SIZE(verbs_context_ops, 608);
+/* Offsets: 44's, plus 8 for each slot 65 added before the member. */
+SROCE_ASSERT_SIZE(verbs_context_ops, 608 + SROCE_OPS_65(136));
 SROCE_ASSERT_OFF(verbs_context_ops, advise_mr, 0);
-SROCE_ASSERT_OFF(verbs_context_ops, import_dm, 336);
-SROCE_ASSERT_OFF(verbs_context_ops, poll_cq, 424);
-SROCE_ASSERT_OFF(verbs_context_ops, query_qp_data_in_order, 496);
-SROCE_ASSERT_OFF(verbs_context_ops, unimport_dm, 584);
-SROCE_ASSERT_OFF(verbs_context_ops, unimport_pd, 600);
+SROCE_ASSERT_OFF(verbs_context_ops, import_dm, 336 + SROCE_OPS_65(56));
+SROCE_ASSERT_OFF(verbs_context_ops, poll_cq, 424 + SROCE_OPS_65(72));
+SROCE_ASSERT_OFF(verbs_context_ops, query_qp_data_in_order,
+		 496 + SROCE_OPS_65(96));
+SROCE_ASSERT_OFF(verbs_context_ops, unimport_dm, 584 + SROCE_OPS_65(136));
+SROCE_ASSERT_OFF(verbs_context_ops, unimport_pd, 600 + SROCE_OPS_65(136));
 
 SROCE_ASSERT_SIZE(ibv_device, 664);
 SROCE_ASSERT_SIZE(ibv_context, 328);
-SROCE_ASSERT_SIZE(verbs_context, 648);
-SROCE_ASSERT_OFF(verbs_context, sz, 312);
-SROCE_ASSERT_OFF(verbs_context, context, 320);
+SROCE_ASSERT_SIZE(verbs_context, 648 + SROCE_VERBS_CONTEXT_GROWTH);
+SROCE_ASSERT_OFF(verbs_context, sz, 312 + SROCE_VERBS_CONTEXT_GROWTH);
+SROCE_ASSERT_OFF(verbs_context, context, 320 + SROCE_VERBS_CONTEXT_GROWTH);
 SROCE_ASSERT_SIZE(verbs_cq, 288);
 SROCE_ASSERT_SIZE(verbs_qp, SROCE_IBV_QP_EX_SIZE + 16);
 SROCE_ASSERT_OFF(verbs_qp, comp_mask, SROCE_IBV_QP_EX_SIZE);

@@ -164,7 +164,7 @@ constinit const xrc_cmds kernel_xrc_cmds = {
 	.open_xrcd = ibv_cmd_open_xrcd,
 	.close_xrcd = ibv_cmd_close_xrcd,
 	.create_srq_ex = ibv_cmd_create_srq_ex,
-	.create_qp_ex2 = ibv_cmd_create_qp_ex2,
+	.create_qp_ex2 = sroce_cmd_create_qp_ex2,
 	.open_qp = ibv_cmd_open_qp,
 	.srq = &kernel_srq_cmds,
 };

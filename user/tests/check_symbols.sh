@@ -3,7 +3,7 @@
 #
 # Check the built provider's dynamic interface:
 #  - it exports nothing (libibverbs finds it through its constructor);
-#  - it imports only IBVERBS_PRIVATE_34, IBVERBS_1.x and glibc symbols,
+#  - it imports only IBVERBS_PRIVATE_<PABI>, IBVERBS_1.x and glibc symbols,
 #    and every private one really exists in the libibverbs we run with;
 #  - it needs only libibverbs.so.1 and libc.so.6 (libstdc++ is static);
 #  - it is linked -z now and has no text relocations or SONAME;
@@ -14,6 +14,7 @@ set -eu
 
 so=$1
 ibverbs=$2
+pabi=${3:-34}
 fail=0
 
 err() {
@@ -32,7 +33,7 @@ imports=$(objdump -T "$so" | awk 'NF >= 2 && $0 ~ /\*UND\*/ {v = $(NF-1); gsub(/
 
 echo "$imports" | while read -r ver name; do
 	case "$ver" in
-	IBVERBS_PRIVATE_34 | IBVERBS_1.* | GLIBC_2.*) ;;
+	IBVERBS_PRIVATE_"$pabi" | IBVERBS_1.* | GLIBC_2.*) ;;
 	*)
 		# Weak unversioned references the toolchain always emits.
 		case "$name" in
@@ -69,7 +70,7 @@ eh=$(nm "$so" 2>/dev/null | awk '{print $NF}' |
 	sort -u || true)
 [ -z "$eh" ] || err "libstdc++ exception/guard code linked in: $(echo $eh)"
 
-private=$(echo "$imports" | awk '$1 == "IBVERBS_PRIVATE_34"' | wc -l)
+private=$(echo "$imports" | awk -v v="IBVERBS_PRIVATE_$pabi" '$1 == v' | wc -l)
 echo "check_symbols: $(echo "$imports" | wc -l) imports ($private private), needed: $needed"
 [ $fail -eq 0 ] && echo "check_symbols: OK"
 exit $fail

@@ -128,8 +128,8 @@ TEST(Provider, DlopenNowSucceeds)
 	EXPECT_EQ(dlsym(h, "_ZN5sroce10device_opsE"), nullptr);
 	EXPECT_EQ(dlsym(h, "_ZN5sroce15should_registerEv"), nullptr);
 	/* The private import resolves to the libibverbs this process uses. */
-	EXPECT_EQ(dlsym(h, "verbs_register_driver_34"),
-		  dlsym(RTLD_DEFAULT, "verbs_register_driver_34"));
+	EXPECT_EQ(dlsym(h, "verbs_register_driver_" SROCE_PABI_STR),
+		  dlsym(RTLD_DEFAULT, "verbs_register_driver_" SROCE_PABI_STR));
 	EXPECT_EQ(dlclose(h), 0);
 }
 
@@ -145,7 +145,8 @@ TEST(Provider, DriverFile)
 TEST(Provider, OutputName)
 {
 	const std::string path = SROCE_PROVIDER_PATH;
-	EXPECT_TRUE(path.ends_with("/libsroce-rdmav34.so")) << path;
+	EXPECT_TRUE(path.ends_with("/libsroce-rdmav" SROCE_PABI_STR ".so"))
+		<< path;
 }
 
 } // namespace

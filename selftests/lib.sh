@@ -402,11 +402,15 @@ sroce_install_module() {
 	depmod -a
 }
 
+# provider_prefix: the provider's path without "-rdmav<N>.so" (what
+# RDMAV_DRIVERS takes): build/user/libsroce, or SROCE_PROVIDER.
+provider_prefix() { echo "${SROCE_PROVIDER:-$SROCE_ROOT/build/user/libsroce}"; }
+
 # provider_so: the built provider, build/user/libsroce-rdmav<N>.so (N: the
 # private ABI of the rdma-core it was built for, 34 or 65); nothing if none.
 provider_so() {
 	local f
-	for f in "${SROCE_PROVIDER:-$SROCE_ROOT/build/user/libsroce}"-rdmav*.so; do
+	for f in "$(provider_prefix)"-rdmav*.so; do
 		[[ -f $f ]] && echo "$f" && return 0
 	done
 	return 1

@@ -374,14 +374,14 @@ sr_more_case() {
 # effect for the rest of the test). SROCE_PROVIDER=/path/libsroce overrides
 # build/user/libsroce (the RDMAV_DRIVERS prefix of libsroce-rdmav<N>.so).
 sr_have_provider() {
-	local p=${SROCE_PROVIDER:-$SROCE_ROOT/build/user/libsroce}
 	provider_so >/dev/null || return 1
 	if [[ -z "${SR_DEVINFO_ERR:-}" ]]; then
 		SR_DEVINFO_ERR=$(mktemp)
 		defer rm -f "$SR_DEVINFO_ERR"
 	fi
 	provider_env
-	export RDMAV_DRIVERS=$p
+	RDMAV_DRIVERS=$(provider_prefix)
+	export RDMAV_DRIVERS
 }
 
 # sr_devinfo DEV [ARGS...]: ibv_devinfo -d DEV (stdout only; stderr to

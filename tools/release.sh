@@ -37,7 +37,7 @@ debian:13)
 	;;
 esac
 SROCE_LINUX_SOURCE=linux-source${SROCE_KSERIES:+-$SROCE_KSERIES}
-# With -v: print them (for the Makefile and for people).
+# Run rather than sourced: print them (for the Makefile and for people).
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 	for v in SROCE_RELEASE SROCE_RELEASE_NAME SROCE_SUPPORTED SROCE_KSERIES SROCE_LINUX_SOURCE SROCE_CLANG_PKGS; do
 		echo "$v=${!v}"

@@ -5,13 +5,21 @@
 # final "N passed, N failed, N skipped" line that counts sub-cases (a test
 # that reported none counts as one). Exit 0 iff nothing failed.
 #
-# usage: selftests/run.sh [--force] [--list] [--timeout SECS] [TEST...]
+# usage: selftests/run.sh [--force] [--list] [--timeout SECS]
+#                          [--claim DIR [--steal "TEST..."]] [TEST...]
 #   TEST      a test name, with or without .sh, or a glob ('sroce_*'); the tests
 #             run in the order given (a glob's in directory order)
 #   --force   run outside a tools/vm/run guest (tests load modules and
 #             reconfigure the network: don't do this on a machine you care about)
 #   --timeout default per-test limit (300 s); a test file can set its own with
 #             a "# timeout: N" line
+#   --claim DIR  guests that share DIR (tools/vm/run --share) share out their
+#             tests as they go: a test runs only in the guest that first
+#             creates DIR/TEST (mkdir is atomic); one another guest took is
+#             not reported here (it is there), and the TAP plan comes last
+#   --steal   with --claim: once its own tests are done, this guest runs
+#             those of these (other guests' tests, in the order given) that
+#             no guest has started yet
 # SROCE_TIMEOUT_SCALE=N multiplies every test's limit (slow debug kernels).
 # SROCE_SKIP_TESTS="a b" reports those tests as skipped without running them,
 # with SROCE_SKIP_REASON as the reason (CI: the tests its debug lane runs).
@@ -30,13 +38,15 @@ export SROCE_ROOT=${SROCE_ROOT:-$(cd "$here/.." && pwd)}
 check_splat=$SROCE_ROOT/tools/vm/check-splat
 readonly KSFT_SKIP=4
 
-force=0 list=0 default_timeout=300 filters=()
+force=0 list=0 default_timeout=300 filters=() claim='' steal=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--force) force=1 ;;
 	--list) list=1 ;;
 	--timeout) default_timeout=$2; shift ;;
-	-h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--claim) claim=$2; shift ;;
+	--steal) read -ra steal <<<"$2"; shift ;;
+	-h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	*) filters+=("$1") ;;
 	esac
@@ -81,6 +91,16 @@ if [[ $list == 1 ]]; then
 	exit 0
 fi
 
+# --claim: DIR must be there (a guest that cannot claim would run nothing,
+# or everything twice); --steal: known tests only, none of this guest's own.
+if [[ -n $claim ]]; then
+	[[ -d $claim && -w $claim ]] || { echo "run.sh: --claim $claim: not a writable directory" >&2; exit 2; }
+fi
+[[ ${#steal[@]} == 0 || -n $claim ]] || { echo "run.sh: --steal needs --claim" >&2; exit 2; }
+for name in "${steal[@]}"; do
+	[[ -f $here/$name.sh ]] || { echo "run.sh: --steal: no test $name" >&2; exit 2; }
+done
+
 if [[ -z "${SROCE_IN_GUEST:-}" && $force == 0 ]]; then
 	echo "run.sh: refusing to run outside the test VM: the tests load kernel modules" >&2
 	echo "run.sh: and reconfigure the network. Use: tools/vm/run -- selftests/run.sh" >&2
@@ -111,9 +131,20 @@ kmsg() { echo "$*" >/dev/kmsg 2>/dev/null || true; }
 passed=0 failed=0 skipped=0 n=0
 fpassed=0 ffailed=0 fskipped=0
 echo "TAP version 14"
-echo "1..${#tests[@]}"
+[[ -n $claim ]] || echo "1..${#tests[@]}"
 read -ra skip_tests <<<"${SROCE_SKIP_TESTS:-}"
-for name in "${tests[@]}"; do
+# This guest's own tests, then the ones it may take over (--steal).
+queue=("${tests[@]}")
+for name in "${steal[@]}"; do
+	[[ " ${tests[*]} " == *" $name "* ]] || queue+=("$name")
+done
+for ((i = 0; i < ${#queue[@]}; i++)); do
+	name=${queue[i]}
+	if [[ -n $claim ]] && ! mkdir "$claim/$name" 2>/dev/null; then
+		((i >= ${#tests[@]})) || echo "# $name: run by another guest (--claim)"
+		continue
+	fi
+	((i < ${#tests[@]})) || echo "# $name: taken over from another guest (--steal)"
 	n=$((n + 1))
 	if [[ " ${skip_tests[*]} " == *" $name "* ]]; then
 		echo "ok $n $name # SKIP ${SROCE_SKIP_REASON:-in SROCE_SKIP_TESTS}"
@@ -208,7 +239,8 @@ for name in "${tests[@]}"; do
 	rm -f "$skip_file" "$sub_file"
 done
 
-echo "# test files: ${#tests[@]}: $fpassed passed, $ffailed failed, $fskipped skipped;" \
+[[ -z $claim ]] || echo "1..$n"
+echo "# test files: $n: $fpassed passed, $ffailed failed, $fskipped skipped;" \
 	"the counts below are of their sub-cases"
 echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed == 0 && $ffailed == 0 ]]

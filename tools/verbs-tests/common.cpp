@@ -4,11 +4,13 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdarg>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -473,6 +475,50 @@ const char *const kCommonUsage =
 	"  --ipv6               IPv6 GIDs (auto), IPv4 otherwise\n"
 	"  --mtu BYTES          path MTU (default: the smaller active_mtu)\n"
 	"  --use-event          wait on completion channels instead of polling\n";
+
+size_t parse_size(const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s || *s == '-')
+		throw Error(strf("bad size '%s'", s));
+	const std::string suf(end);
+	unsigned shift = 0;
+	if (suf == "K" || suf == "k" || suf == "KiB")
+		shift = 10;
+	else if (suf == "M" || suf == "m" || suf == "MiB")
+		shift = 20;
+	else if (suf == "G" || suf == "g" || suf == "GiB")
+		shift = 30;
+	else if (!suf.empty())
+		throw Error(strf("bad size suffix in '%s' (K, M, G)", s));
+	if (v > (static_cast<unsigned long long>(SIZE_MAX) >> shift))
+		throw Error(strf("size '%s' is too large", s));
+	return static_cast<size_t>(v << shift);
+}
+
+unsigned parse_name_list(const std::string &s, const char *const *names, size_t n, const char *what)
+{
+	std::string allowed;
+	for (size_t k = 0; k < n; k++)
+		allowed += (k ? "," : "") + std::string(names[k]);
+	unsigned m = 0;
+	size_t pos = 0;
+	for (;;) {
+		size_t c = s.find(',', pos);
+		std::string w = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+		size_t k = 0;
+		while (k < n && strcasecmp(w.c_str(), names[k]) != 0)
+			k++;
+		if (k == n)
+			throw Error(strf("unknown %s '%s' (%s)", what, w.c_str(), allowed.c_str()));
+		m |= 1u << k;
+		if (c == std::string::npos)
+			return m;
+		pos = c + 1;
+	}
+}
 
 // --- completions ------------------------------------------------------------------
 

@@ -157,7 +157,7 @@ void modify_state(ibv_qp *qp, ibv_qp_state st);
 
 // --dev-a NAME --dev-b NAME --gid-a N|auto --gid-b N|auto --ipv6 --mtu BYTES
 // --use-event, for programs that parse them with common_longopts() and
-// parse_common_opt() (rc_mw; the older programs have their own copies).
+// parse_common_opt() (every program but rc_remote, which has one device).
 struct CommonOptions {
 	DevSpec a, b;
 	bool ipv6 = false;
@@ -175,6 +175,50 @@ std::vector<option> common_longopts(std::initializer_list<option> extra);
 bool parse_common_opt(CommonOptions &o, int c, const char *arg);
 // Their usage text, two-space indented lines.
 extern const char *const kCommonUsage;
+
+// A size: a number (decimal, 0x hex) with an optional binary suffix K, M or
+// G (also k, m, g, KiB, MiB, GiB). Throws Error on anything else, or if it
+// overflows.
+size_t parse_size(const char *s);
+// A comma-separated list of names[] (any case), as a mask: bit i for
+// names[i]. Throws Error on an empty or unknown entry; the message names
+// what a name is and lists the ones allowed.
+unsigned parse_name_list(const std::string &s, const char *const *names, size_t n, const char *what);
+template <size_t N>
+unsigned parse_name_list(const std::string &s, const char *const (&names)[N], const char *what)
+{
+	static_assert(N <= 32, "a mask of unsigned bits");
+	return parse_name_list(s, names, N, what);
+}
+
+// --- programs whose checks are a table of named cases ----------------------------
+
+// Case has .name and .desc. --list prints the table (name padded to width).
+template <typename Case, size_t N> void print_cases(const Case (&cases)[N], int width)
+{
+	for (const Case &k : cases)
+		std::printf("%-*s %s\n", width, k.name, k.desc);
+}
+// --case NAME...: the case of that name, or nullptr.
+template <typename Case, size_t N> const Case *find_case(const Case (&cases)[N], const std::string &name)
+{
+	for (const Case &k : cases)
+		if (name == k.name)
+			return &k;
+	return nullptr;
+}
+// Every name given is a case's; else prints "PROG: no case 'NAME' (--list)"
+// for the first that is not and returns false.
+template <typename Case, size_t N>
+bool known_cases(const char *prog, const Case (&cases)[N], const std::vector<std::string> &names)
+{
+	for (const std::string &n : names)
+		if (!find_case(cases, n)) {
+			std::fprintf(stderr, "%s: no case '%s' (--list)\n", prog, n.c_str());
+			return false;
+		}
+	return true;
+}
 
 // --- completions ----------------------------------------------------------------
 

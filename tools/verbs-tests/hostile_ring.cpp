@@ -2917,11 +2917,8 @@ int main(int argc, char **argv)
 			std::printf("%-16s %-7s %s\n", k.name, k.group, k.desc);
 		return 0;
 	}
-	for (auto &n : o.cases)
-		if (std::none_of(std::begin(kCases), std::end(kCases), [&](const Case &k) { return n == k.name; })) {
-			std::fprintf(stderr, "hostile_ring: no case '%s' (--list)\n", n.c_str());
-			return 2;
-		}
+	if (!known_cases("hostile_ring", kCases, o.cases))
+		return 2;
 	if (o.c.b.name.empty())
 		o.c.b.name = o.c.a.name;
 	setvbuf(stdout, nullptr, _IOLBF, 0);

@@ -44,17 +44,13 @@ namespace {
 enum Kind { K_WRITE, K_READ, K_SEND, K_NKINDS };
 const char *const kind_name[K_NKINDS] = {"WRITE", "READ", "SEND"};
 
-struct Options {
-	DevSpec a, b;
-	bool ipv6 = false;
-	int mtu = 0;
+struct Options : CommonOptions {
 	size_t size = size_t{1} << 30;
 	unsigned sges = 4;
 	unsigned kinds = (1u << K_NKINDS) - 1;
 	uint64_t seed = 0;
 	bool seed_given = false;
 	unsigned timeout = 600; // seconds per operation
-	bool use_event = false;
 	unsigned threads = 0;   // fill/check threads, 0: online CPUs (max 8)
 	uint8_t ack_timeout = 14;
 };
@@ -616,55 +612,11 @@ int Test::run()
 	return 0;
 }
 
-size_t parse_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		throw Error(strf("bad size '%s'", s));
-	std::string suf(end);
-	if (suf == "K" || suf == "k" || suf == "KiB")
-		v <<= 10;
-	else if (suf == "M" || suf == "MiB")
-		v <<= 20;
-	else if (suf == "G" || suf == "GiB")
-		v <<= 30;
-	else if (!suf.empty())
-		throw Error(strf("bad size suffix in '%s' (K, M, G)", s));
-	return v;
-}
-
-unsigned parse_kinds(const std::string &s)
-{
-	unsigned m = 0;
-	size_t pos = 0;
-	while (pos <= s.size()) {
-		size_t c = s.find(',', pos);
-		std::string w = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-		int k;
-		for (k = 0; k < K_NKINDS; k++)
-			if (strcasecmp(w.c_str(), kind_name[k]) == 0)
-				break;
-		if (k == K_NKINDS)
-			throw Error("unknown operation '" + w + "' (WRITE,READ,SEND)");
-		m |= 1u << k;
-		if (c == std::string::npos)
-			break;
-		pos = c + 1;
-	}
-	return m;
-}
-
 void usage(FILE *f)
 {
 	std::fprintf(f,
 		     "usage: rc_bigmsg [options]\n"
-		     "  --dev-a NAME, --dev-b NAME  RDMA devices of the two QPs (default: the first device;\n"
-		     "                              the same device twice is fine)\n"
-		     "  --gid-a N|auto, --gid-b N|auto  GID index (auto: first RoCE v2 GID of the family)\n"
-		     "  --ipv6                      auto picks IPv6 GIDs (default IPv4)\n"
-		     "  --mtu BYTES                 path MTU (default: the ports' active_mtu)\n"
+		     "%s"
 		     "  --size BYTES                message size, K/M/G suffixes (default 1G); must not\n"
 		     "                              exceed the ports' max_msg_sz. Needs 2 x size of memory.\n"
 		     "  --sges N                    SGEs of the SGE lists (default 4)\n"
@@ -673,8 +625,8 @@ void usage(FILE *f)
 		     "  --timeout SECS              limit per operation (default 600)\n"
 		     "  --ack-timeout N             the QPs' local ACK timeout exponent (default 14)\n"
 		     "  --threads N                 fill/check threads (default: the CPUs, at most 8)\n"
-		     "  --use-event                 wait on completion channels (default: poll every 2 ms)\n"
-		     "Exit status: 0 all checks passed, 1 a check failed, 2 setup/usage error.\n");
+		     "Exit status: 0 all checks passed, 1 a check failed, 2 setup/usage error.\n",
+		     kCommonUsage);
 }
 
 } // namespace
@@ -682,37 +634,29 @@ void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	Options o;
-	enum { O_DEVA = 256, O_DEVB, O_GIDA, O_GIDB, O_IPV6, O_MTU, O_SIZE, O_SGES, O_OPS, O_SEED, O_TIMEOUT,
-	       O_ACKTO, O_THREADS, O_EVENT };
-	static const option longopts[] = {
-		{"dev-a", required_argument, nullptr, O_DEVA}, {"dev-b", required_argument, nullptr, O_DEVB},
-		{"gid-a", required_argument, nullptr, O_GIDA}, {"gid-b", required_argument, nullptr, O_GIDB},
-		{"ipv6", no_argument, nullptr, O_IPV6},        {"mtu", required_argument, nullptr, O_MTU},
-		{"size", required_argument, nullptr, O_SIZE},  {"sges", required_argument, nullptr, O_SGES},
-		{"ops", required_argument, nullptr, O_OPS},    {"seed", required_argument, nullptr, O_SEED},
-		{"timeout", required_argument, nullptr, O_TIMEOUT},
-		{"ack-timeout", required_argument, nullptr, O_ACKTO},
-		{"threads", required_argument, nullptr, O_THREADS},
-		{"use-event", no_argument, nullptr, O_EVENT},  {"help", no_argument, nullptr, 'h'},
-		{nullptr, 0, nullptr, 0}};
+	enum { O_SIZE = 256, O_SGES, O_OPS, O_SEED, O_TIMEOUT, O_ACKTO, O_THREADS };
+	auto longopts = common_longopts({{"size", required_argument, nullptr, O_SIZE},
+					 {"sges", required_argument, nullptr, O_SGES},
+					 {"ops", required_argument, nullptr, O_OPS},
+					 {"seed", required_argument, nullptr, O_SEED},
+					 {"timeout", required_argument, nullptr, O_TIMEOUT},
+					 {"ack-timeout", required_argument, nullptr, O_ACKTO},
+					 {"threads", required_argument, nullptr, O_THREADS},
+					 {"help", no_argument, nullptr, 'h'},
+					 {nullptr, 0, nullptr, 0}});
 	try {
 		int c;
-		while ((c = getopt_long(argc, argv, "h", longopts, nullptr)) != -1) {
+		while ((c = getopt_long(argc, argv, "h", longopts.data(), nullptr)) != -1) {
+			if (parse_common_opt(o, c, optarg))
+				continue;
 			switch (c) {
-			case O_DEVA: o.a.name = optarg; break;
-			case O_DEVB: o.b.name = optarg; break;
-			case O_GIDA: o.a.gid = optarg; break;
-			case O_GIDB: o.b.gid = optarg; break;
-			case O_IPV6: o.ipv6 = true; break;
-			case O_MTU: o.mtu = std::stoi(optarg); break;
 			case O_SIZE: o.size = parse_size(optarg); break;
 			case O_SGES: o.sges = std::stoul(optarg); break;
-			case O_OPS: o.kinds = parse_kinds(optarg); break;
+			case O_OPS: o.kinds = parse_name_list(optarg, kind_name, "operation"); break;
 			case O_SEED: o.seed = std::stoull(optarg, nullptr, 0); o.seed_given = true; break;
 			case O_TIMEOUT: o.timeout = std::stoul(optarg); break;
 			case O_ACKTO: o.ack_timeout = static_cast<uint8_t>(std::stoul(optarg)); break;
 			case O_THREADS: o.threads = std::stoul(optarg); break;
-			case O_EVENT: o.use_event = true; break;
 			case 'h': usage(stdout); return 0;
 			default: usage(stderr); return 2;
 			}

@@ -26,11 +26,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Options {
-	DevSpec a, b;
-	bool ipv6 = false;
-	int mtu = 0;
-	bool use_event = false;
+struct Options : CommonOptions {
 	std::vector<std::string> cases;
 	bool list = false;
 	double retry_bound = 5.0; // seconds allowed for RETRY_EXC_ERR
@@ -598,16 +594,17 @@ const Case kCases[] = {
 
 void usage(FILE *f)
 {
-	std::fprintf(f, "usage: rc_errors [options]\n"
-			"  --dev-a NAME, --dev-b NAME, --gid-a N|auto, --gid-b N|auto, --ipv6, --mtu BYTES\n"
-			"                       as for rc_integrity (A is the requester, B the responder)\n"
-			"  --case NAME          run only this case (repeatable)\n"
-			"  --list               list the cases\n"
-			"  --use-event          wait on completion channels instead of polling\n"
-			"  --retry-bound SECS   RETRY_EXC_ERR must come within this long (default 5)\n"
-			"  --rxe-compat         accept rdma_rxe's (Linux 6.1) known deviations from IBTA,\n"
-			"                       reported as DEVIATION lines (to validate the test on rxe)\n"
-			"Exit status: 0 all cases passed, 1 a case failed, 2 usage error.\n");
+	std::fprintf(f,
+		     "usage: rc_errors [options]\n"
+		     "%s"
+		     "  (A is the requester, B the responder)\n"
+		     "  --case NAME          run only this case (repeatable)\n"
+		     "  --list               list the cases\n"
+		     "  --retry-bound SECS   RETRY_EXC_ERR must come within this long (default 5)\n"
+		     "  --rxe-compat         accept rdma_rxe's (Linux 6.1) known deviations from IBTA,\n"
+		     "                       reported as DEVIATION lines (to validate the test on rxe)\n"
+		     "Exit status: 0 all cases passed, 1 a case failed, 2 usage error.\n",
+		     kCommonUsage);
 }
 
 } // namespace
@@ -615,28 +612,21 @@ void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	Options o;
-	enum { O_DEVA = 256, O_DEVB, O_GIDA, O_GIDB, O_IPV6, O_MTU, O_CASE, O_LIST, O_EVENT, O_BOUND, O_COMPAT };
-	static const option longopts[] = {
-		{"dev-a", required_argument, nullptr, O_DEVA}, {"dev-b", required_argument, nullptr, O_DEVB},
-		{"gid-a", required_argument, nullptr, O_GIDA}, {"gid-b", required_argument, nullptr, O_GIDB},
-		{"ipv6", no_argument, nullptr, O_IPV6},        {"mtu", required_argument, nullptr, O_MTU},
-		{"case", required_argument, nullptr, O_CASE},  {"list", no_argument, nullptr, O_LIST},
-		{"use-event", no_argument, nullptr, O_EVENT},  {"retry-bound", required_argument, nullptr, O_BOUND},
-		{"rxe-compat", no_argument, nullptr, O_COMPAT},
-		{"help", no_argument, nullptr, 'h'},           {nullptr, 0, nullptr, 0}};
+	enum { O_CASE = 256, O_LIST, O_BOUND, O_COMPAT };
+	auto longopts = common_longopts({{"case", required_argument, nullptr, O_CASE},
+					 {"list", no_argument, nullptr, O_LIST},
+					 {"retry-bound", required_argument, nullptr, O_BOUND},
+					 {"rxe-compat", no_argument, nullptr, O_COMPAT},
+					 {"help", no_argument, nullptr, 'h'},
+					 {nullptr, 0, nullptr, 0}});
 	try {
 		int c;
-		while ((c = getopt_long(argc, argv, "h", longopts, nullptr)) != -1) {
+		while ((c = getopt_long(argc, argv, "h", longopts.data(), nullptr)) != -1) {
+			if (parse_common_opt(o, c, optarg))
+				continue;
 			switch (c) {
-			case O_DEVA: o.a.name = optarg; break;
-			case O_DEVB: o.b.name = optarg; break;
-			case O_GIDA: o.a.gid = optarg; break;
-			case O_GIDB: o.b.gid = optarg; break;
-			case O_IPV6: o.ipv6 = true; break;
-			case O_MTU: o.mtu = std::stoi(optarg); break;
 			case O_CASE: o.cases.push_back(optarg); break;
 			case O_LIST: o.list = true; break;
-			case O_EVENT: o.use_event = true; break;
 			case O_BOUND: o.retry_bound = std::stod(optarg); break;
 			case O_COMPAT: o.rxe_compat = true; break;
 			case 'h': usage(stdout); return 0;
@@ -652,19 +642,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (o.list) {
-		for (auto &k : kCases)
-			std::printf("%-28s %s\n", k.name, k.desc);
+		print_cases(kCases, 28);
 		return 0;
 	}
-	for (auto &n : o.cases) {
-		bool found = false;
-		for (auto &k : kCases)
-			found |= n == k.name;
-		if (!found) {
-			std::fprintf(stderr, "rc_errors: no case '%s' (--list)\n", n.c_str());
-			return 2;
-		}
-	}
+	if (!known_cases("rc_errors", kCases, o.cases))
+		return 2;
 	if (o.b.name.empty())
 		o.b.name = o.a.name;
 	int passed = 0, failed = 0;

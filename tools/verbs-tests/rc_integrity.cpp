@@ -67,16 +67,12 @@ struct TapFailure {
 	std::string what, why;
 } g_tap;
 
-struct Options {
-	DevSpec a, b;
-	bool ipv6 = false;
-	int mtu = 0;
+struct Options : CommonOptions {
 	uint64_t iters = 1000;
 	uint64_t seed = 0;
 	bool seed_given = false;
 	size_t max_size = 1 << 20;
 	unsigned depth = 8;
-	bool use_event = false;
 	unsigned timeout = 60;             // seconds without progress
 	size_t mem = 256u << 20;           // per side, for the slots
 	unsigned kinds = (1u << K_NKINDS) - 1;
@@ -1253,56 +1249,11 @@ int Test::run()
 	return 0;
 }
 
-size_t parse_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		throw Error(strf("bad size '%s'", s));
-	std::string suf(end);
-	if (suf == "K" || suf == "k" || suf == "KiB")
-		v <<= 10;
-	else if (suf == "M" || suf == "MiB")
-		v <<= 20;
-	else if (suf == "G" || suf == "GiB")
-		v <<= 30;
-	else if (!suf.empty())
-		throw Error(strf("bad size suffix in '%s' (K, M, G)", s));
-	return v;
-}
-
-unsigned parse_kinds(const std::string &s)
-{
-	unsigned m = 0;
-	size_t pos = 0;
-	while (pos <= s.size()) {
-		size_t c = s.find(',', pos);
-		std::string w = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-		int k;
-		for (k = 0; k < K_NKINDS; k++)
-			if (strcasecmp(w.c_str(), kind_name[k]) == 0)
-				break;
-		if (k == K_NKINDS)
-			throw Error("unknown operation '" + w +
-				    "' (SEND,SEND_IMM,SEND_INV,WRITE,WRITE_IMM,READ,CMP_SWAP,FETCH_ADD)");
-		m |= 1u << k;
-		if (c == std::string::npos)
-			break;
-		pos = c + 1;
-	}
-	return m;
-}
-
 void usage(FILE *f)
 {
 	std::fprintf(f,
 		     "usage: rc_integrity [options]\n"
-		     "  --dev-a NAME, --dev-b NAME  RDMA devices of the two QPs (default: the first device;\n"
-		     "                              the same device twice is fine)\n"
-		     "  --gid-a N|auto, --gid-b N|auto  GID index (auto: first RoCE v2 GID of the family)\n"
-		     "  --ipv6                      auto picks IPv6 GIDs (default IPv4)\n"
-		     "  --mtu BYTES                 path MTU (default: the ports' active_mtu)\n"
+		     "%s"
 		     "  --iters N                   operations (default 1000)\n"
 		     "  --seed S                    random seed (default: from the clock; printed)\n"
 		     "  --max-size BYTES            largest message, K/M/G suffixes (default 1M)\n"
@@ -1313,7 +1264,6 @@ void usage(FILE *f)
 		     "  --signal-pct P              share of signaled WRs (default 60)\n"
 		     "  --ack-timeout N             local ACK timeout, 4.096 us * 2^N (default 14, 67 ms)\n"
 		     "  --mem BYTES                 buffer per side (default 256M; at least one slot)\n"
-		     "  --use-event                 wait on completion channels instead of polling\n"
 		     "  --timeout SECS              fail after this long without a completion (default 60)\n"
 		     "  --sqd                       cycle each QP RTS -> SQD -> SQD (new timeout, retry_cnt) -> RTS\n"
 		     "                              with work requests outstanding\n"
@@ -1322,7 +1272,8 @@ void usage(FILE *f)
 		     "  --rxe-side a|b              that side is rdma_rxe: take its SEND_WITH_INV receive\n"
 		     "                              completions' IBV_WC_IP_CSUM_OK bit for IBV_WC_WITH_INV (an rxe bug)\n"
 		     "  -v, --verbose               print every WR\n"
-		     "Exit status: 0 all checks passed, 1 a check failed, 2 setup/usage error.\n");
+		     "Exit status: 0 all checks passed, 1 a check failed, 2 setup/usage error.\n",
+		     kCommonUsage);
 }
 
 } // namespace
@@ -1330,42 +1281,37 @@ void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	Options o;
-	enum { O_DEVA = 256, O_DEVB, O_GIDA, O_GIDB, O_IPV6, O_MTU, O_ITERS, O_SEED, O_MAXSIZE, O_DEPTH,
-	       O_EVENT, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT, O_ACKTO, O_SQD, O_TAP, O_TAPNAMES, O_RXE };
-	static const option longopts[] = {
-		{"dev-a", required_argument, nullptr, O_DEVA}, {"dev-b", required_argument, nullptr, O_DEVB},
-		{"gid-a", required_argument, nullptr, O_GIDA}, {"gid-b", required_argument, nullptr, O_GIDB},
-		{"ipv6", no_argument, nullptr, O_IPV6},        {"mtu", required_argument, nullptr, O_MTU},
-		{"iters", required_argument, nullptr, O_ITERS}, {"seed", required_argument, nullptr, O_SEED},
-		{"max-size", required_argument, nullptr, O_MAXSIZE},
-		{"depth", required_argument, nullptr, O_DEPTH}, {"use-event", no_argument, nullptr, O_EVENT},
-		{"timeout", required_argument, nullptr, O_TIMEOUT}, {"mem", required_argument, nullptr, O_MEM},
-		{"ops", required_argument, nullptr, O_OPS},    {"max-sge", required_argument, nullptr, O_MAXSGE},
-		{"signal-pct", required_argument, nullptr, O_SIGPCT},
-		{"ack-timeout", required_argument, nullptr, O_ACKTO},
-		{"sqd", no_argument, nullptr, O_SQD},          {"tap", no_argument, nullptr, O_TAP},
-		{"tap-names", required_argument, nullptr, O_TAPNAMES},
-		{"rxe-side", required_argument, nullptr, O_RXE},
-		{"verbose", no_argument, nullptr, 'v'},        {"help", no_argument, nullptr, 'h'},
-		{nullptr, 0, nullptr, 0}};
+	enum { O_ITERS = 256, O_SEED, O_MAXSIZE, O_DEPTH, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT, O_ACKTO, O_SQD, O_TAP, O_TAPNAMES, O_RXE };
+	auto longopts = common_longopts({{"iters", required_argument, nullptr, O_ITERS},
+					 {"seed", required_argument, nullptr, O_SEED},
+					 {"max-size", required_argument, nullptr, O_MAXSIZE},
+					 {"depth", required_argument, nullptr, O_DEPTH},
+					 {"timeout", required_argument, nullptr, O_TIMEOUT},
+					 {"mem", required_argument, nullptr, O_MEM},
+					 {"ops", required_argument, nullptr, O_OPS},
+					 {"max-sge", required_argument, nullptr, O_MAXSGE},
+					 {"signal-pct", required_argument, nullptr, O_SIGPCT},
+					 {"ack-timeout", required_argument, nullptr, O_ACKTO},
+					 {"sqd", no_argument, nullptr, O_SQD},
+					 {"tap", no_argument, nullptr, O_TAP},
+					 {"tap-names", required_argument, nullptr, O_TAPNAMES},
+					 {"rxe-side", required_argument, nullptr, O_RXE},
+					 {"verbose", no_argument, nullptr, 'v'},
+					 {"help", no_argument, nullptr, 'h'},
+					 {nullptr, 0, nullptr, 0}});
 	try {
 		int c;
-		while ((c = getopt_long(argc, argv, "vh", longopts, nullptr)) != -1) {
+		while ((c = getopt_long(argc, argv, "vh", longopts.data(), nullptr)) != -1) {
+			if (parse_common_opt(o, c, optarg))
+				continue;
 			switch (c) {
-			case O_DEVA: o.a.name = optarg; break;
-			case O_DEVB: o.b.name = optarg; break;
-			case O_GIDA: o.a.gid = optarg; break;
-			case O_GIDB: o.b.gid = optarg; break;
-			case O_IPV6: o.ipv6 = true; break;
-			case O_MTU: o.mtu = std::stoi(optarg); break;
 			case O_ITERS: o.iters = std::stoull(optarg); break;
 			case O_SEED: o.seed = std::stoull(optarg, nullptr, 0); o.seed_given = true; break;
 			case O_MAXSIZE: o.max_size = parse_size(optarg); break;
 			case O_DEPTH: o.depth = std::stoul(optarg); break;
-			case O_EVENT: o.use_event = true; break;
 			case O_TIMEOUT: o.timeout = std::stoul(optarg); break;
 			case O_MEM: o.mem = parse_size(optarg); break;
-			case O_OPS: o.kinds = parse_kinds(optarg); break;
+			case O_OPS: o.kinds = parse_name_list(optarg, kind_name, "operation"); break;
 			case O_MAXSGE: o.max_sge = std::stoul(optarg); break;
 			case O_SIGPCT: o.signal_pct = std::stoul(optarg); break;
 			case O_ACKTO: o.ack_timeout = std::stoul(optarg); break;

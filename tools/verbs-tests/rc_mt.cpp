@@ -66,10 +66,7 @@ const char *const kind_name[K_NKINDS] = {"SEND", "SEND_IMM", "WRITE", "READ"};
 enum PhaseKind { PH_POST, PH_WR, PH_MIXED, PH_N };
 const char *const phase_name[PH_N] = {"post", "wr", "mixed"};
 
-struct Options {
-	DevSpec a, b;
-	bool ipv6 = false;
-	int mtu = 0;
+struct Options : CommonOptions {
 	unsigned threads = 4, recv_threads = 0, pollers = 3;
 	uint64_t msgs = 2000; // per sender thread and phase
 	size_t max_size = 8192;
@@ -1043,53 +1040,12 @@ int Test::run()
 	return 0;
 }
 
-size_t parse_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		throw Error(strf("bad size '%s'", s));
-	std::string suf(end);
-	if (suf == "K" || suf == "k" || suf == "KiB")
-		v <<= 10;
-	else if (suf == "M" || suf == "MiB")
-		v <<= 20;
-	else if (!suf.empty())
-		throw Error(strf("bad size suffix in '%s' (K, M)", s));
-	return v;
-}
-
-template <size_t N> unsigned parse_list(const std::string &s, const char *const (&names)[N], const char *what)
-{
-	unsigned m = 0;
-	size_t pos = 0;
-	while (pos <= s.size()) {
-		size_t c = s.find(',', pos);
-		std::string w = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-		size_t k;
-		for (k = 0; k < N; k++)
-			if (strcasecmp(w.c_str(), names[k]) == 0)
-				break;
-		if (k == N)
-			throw Error(strf("unknown %s '%s'", what, w.c_str()));
-		m |= 1u << k;
-		if (c == std::string::npos)
-			break;
-		pos = c + 1;
-	}
-	return m;
-}
-
 void usage(FILE *f)
 {
 	std::fprintf(f,
 		     "usage: rc_mt [options]\n"
-		     "  --dev-a NAME, --dev-b NAME  RDMA devices of the two QPs (default: the first device;\n"
-		     "                              the same device twice is fine)\n"
-		     "  --gid-a N|auto, --gid-b N|auto  GID index (auto: first RoCE v2 GID of the family)\n"
-		     "  --ipv6                      auto picks IPv6 GIDs (default IPv4)\n"
-		     "  --mtu BYTES                 path MTU (default: the ports' active_mtu)\n"
+		     "%s"
+		     "  (--use-event is refused: the pollers poll)\n"
 		     "  --threads N                 sender threads on A's QP (default 4)\n"
 		     "  --recv-threads N            receive posters on B's QP (default: --threads)\n"
 		     "  --pollers N                 poller threads per CQ (default 3)\n"
@@ -1101,7 +1057,8 @@ void usage(FILE *f)
 		     "  --phases LIST               post,wr,mixed (default all, in this order)\n"
 		     "  --seed S                    random seed (default: from the clock; printed)\n"
 		     "  --timeout SECS              fail after this long without progress (default 60)\n"
-		     "Exit status: 0 all checks passed, 1 a check failed, 2 setup/usage error.\n");
+		     "Exit status: 0 all checks passed, 1 a check failed, 2 setup/usage error.\n",
+		     kCommonUsage);
 }
 
 } // namespace
@@ -1109,31 +1066,27 @@ void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	Options o;
-	enum { O_DEVA = 256, O_DEVB, O_GIDA, O_GIDB, O_IPV6, O_MTU, O_THREADS, O_RTHREADS, O_POLLERS, O_MSGS,
-	       O_MAXSIZE, O_DEPTH, O_RDEPTH, O_OPS, O_PHASES, O_SEED, O_TIMEOUT };
-	static const option longopts[] = {
-		{"dev-a", required_argument, nullptr, O_DEVA}, {"dev-b", required_argument, nullptr, O_DEVB},
-		{"gid-a", required_argument, nullptr, O_GIDA}, {"gid-b", required_argument, nullptr, O_GIDB},
-		{"ipv6", no_argument, nullptr, O_IPV6},        {"mtu", required_argument, nullptr, O_MTU},
-		{"threads", required_argument, nullptr, O_THREADS},
-		{"recv-threads", required_argument, nullptr, O_RTHREADS},
-		{"pollers", required_argument, nullptr, O_POLLERS},
-		{"msgs", required_argument, nullptr, O_MSGS},  {"max-size", required_argument, nullptr, O_MAXSIZE},
-		{"depth", required_argument, nullptr, O_DEPTH}, {"recv-depth", required_argument, nullptr, O_RDEPTH},
-		{"ops", required_argument, nullptr, O_OPS},    {"phases", required_argument, nullptr, O_PHASES},
-		{"seed", required_argument, nullptr, O_SEED},  {"timeout", required_argument, nullptr, O_TIMEOUT},
-		{"verbose", no_argument, nullptr, 'v'},        {"help", no_argument, nullptr, 'h'},
-		{nullptr, 0, nullptr, 0}};
+	enum { O_THREADS = 256, O_RTHREADS, O_POLLERS, O_MSGS, O_MAXSIZE, O_DEPTH, O_RDEPTH, O_OPS, O_PHASES, O_SEED, O_TIMEOUT };
+	auto longopts = common_longopts({{"threads", required_argument, nullptr, O_THREADS},
+					 {"recv-threads", required_argument, nullptr, O_RTHREADS},
+					 {"pollers", required_argument, nullptr, O_POLLERS},
+					 {"msgs", required_argument, nullptr, O_MSGS},
+					 {"max-size", required_argument, nullptr, O_MAXSIZE},
+					 {"depth", required_argument, nullptr, O_DEPTH},
+					 {"recv-depth", required_argument, nullptr, O_RDEPTH},
+					 {"ops", required_argument, nullptr, O_OPS},
+					 {"phases", required_argument, nullptr, O_PHASES},
+					 {"seed", required_argument, nullptr, O_SEED},
+					 {"timeout", required_argument, nullptr, O_TIMEOUT},
+					 {"verbose", no_argument, nullptr, 'v'},
+					 {"help", no_argument, nullptr, 'h'},
+					 {nullptr, 0, nullptr, 0}});
 	try {
 		int c;
-		while ((c = getopt_long(argc, argv, "vh", longopts, nullptr)) != -1) {
+		while ((c = getopt_long(argc, argv, "vh", longopts.data(), nullptr)) != -1) {
+			if (parse_common_opt(o, c, optarg))
+				continue;
 			switch (c) {
-			case O_DEVA: o.a.name = optarg; break;
-			case O_DEVB: o.b.name = optarg; break;
-			case O_GIDA: o.a.gid = optarg; break;
-			case O_GIDB: o.b.gid = optarg; break;
-			case O_IPV6: o.ipv6 = true; break;
-			case O_MTU: o.mtu = std::stoi(optarg); break;
 			case O_THREADS: o.threads = std::stoul(optarg); break;
 			case O_RTHREADS: o.recv_threads = std::stoul(optarg); break;
 			case O_POLLERS: o.pollers = std::stoul(optarg); break;
@@ -1141,8 +1094,8 @@ int main(int argc, char **argv)
 			case O_MAXSIZE: o.max_size = parse_size(optarg); break;
 			case O_DEPTH: o.depth = std::stoul(optarg); break;
 			case O_RDEPTH: o.recv_depth = std::stoul(optarg); break;
-			case O_OPS: o.kinds = parse_list(optarg, kind_name, "operation"); break;
-			case O_PHASES: o.phases = parse_list(optarg, phase_name, "phase"); break;
+			case O_OPS: o.kinds = parse_name_list(optarg, kind_name, "operation"); break;
+			case O_PHASES: o.phases = parse_name_list(optarg, phase_name, "phase"); break;
 			case O_SEED: o.seed = std::stoull(optarg, nullptr, 0); o.seed_given = true; break;
 			case O_TIMEOUT: o.timeout = std::stoul(optarg); break;
 			case 'v': o.verbose++; break;
@@ -1160,6 +1113,8 @@ int main(int argc, char **argv)
 			throw Error("option out of range");
 		if (!o.seed_given)
 			o.seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) % 1000000007ULL;
+		if (o.use_event)
+			throw Error("--use-event: rc_mt's pollers poll (their races are what it tests)");
 		if (o.b.name.empty())
 			o.b.name = o.a.name;
 		std::printf("rc_mt: seed %" PRIu64 "\n", o.seed);

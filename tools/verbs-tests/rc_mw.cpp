@@ -1321,19 +1321,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (o.list) {
-		for (auto &k : kCases)
-			std::printf("%-20s %s\n", k.name, k.desc);
+		print_cases(kCases, 20);
 		return 0;
 	}
-	for (auto &n : o.cases) {
-		bool found = false;
-		for (auto &k : kCases)
-			found |= n == k.name;
-		if (!found) {
-			std::fprintf(stderr, "rc_mw: no case '%s' (--list)\n", n.c_str());
-			return 2;
-		}
-	}
+	if (!known_cases("rc_mw", kCases, o.cases))
+		return 2;
 	if (o.b.name.empty())
 		o.b.name = o.a.name;
 	int passed = 0, failed = 0;

@@ -973,40 +973,6 @@ int Test::run()
 	return 0;
 }
 
-size_t parse_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		throw Error(strf("bad size '%s'", s));
-	std::string suf(end);
-	if (suf == "K" || suf == "k")
-		v <<= 10;
-	else if (suf == "M")
-		v <<= 20;
-	else if (!suf.empty())
-		throw Error(strf("bad size suffix in '%s' (K, M)", s));
-	return v;
-}
-
-unsigned parse_kinds(const std::string &s)
-{
-	unsigned m = 0;
-	std::istringstream is(s);
-	for (std::string w; std::getline(is, w, ',');) {
-		int k = 0;
-		while (k < K_NKINDS && strcasecmp(w.c_str(), kKindName[k]))
-			k++;
-		if (k == K_NKINDS)
-			throw Error("unknown operation '" + w + "'");
-		m |= 1u << k;
-	}
-	if (!m)
-		throw Error("--ops: no operation");
-	return m;
-}
-
 void usage(FILE *f)
 {
 	std::fprintf(f,
@@ -1085,7 +1051,7 @@ int main(int argc, char **argv)
 			case O_SEED: o.seed = std::stoull(optarg, nullptr, 0); o.seed_given = true; break;
 			case O_WINDOW: o.window = std::stoul(optarg); break;
 			case O_MAXSIZE: o.max_size = parse_size(optarg); break;
-			case O_OPS: o.kinds = parse_kinds(optarg); break;
+			case O_OPS: o.kinds = parse_name_list(optarg, kKindName, "operation"); break;
 			case O_MAXSGE: o.max_sge = std::stoul(optarg); break;
 			case O_SIGPCT: o.signal_pct = std::stoul(optarg); break;
 			case O_ACKTO: o.ack_timeout = std::stoul(optarg); break;

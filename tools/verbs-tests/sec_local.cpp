@@ -276,21 +276,6 @@ void usage(FILE *f)
 		     vt::kCommonUsage);
 }
 
-size_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v = std::strtoull(s, &end, 0);
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end || end == s)
-		throw vt::Error(std::string("bad size '") + s + "'");
-	return v;
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -322,8 +307,8 @@ int main(int argc, char **argv)
 			case O_LIST: list = true; break;
 			case O_SECS: o.seconds = std::stod(optarg); break;
 			case O_MINOPS: o.min_ops = std::stoul(optarg); break;
-			case O_RMIN: o.read_min = parse_size(optarg); break;
-			case O_RMAX: o.read_max = parse_size(optarg); break;
+			case O_RMIN: o.read_min = vt::parse_size(optarg); break;
+			case O_RMAX: o.read_max = vt::parse_size(optarg); break;
 			case O_DEPTH: o.depth = std::clamp<unsigned>(std::stoul(optarg), 1, 16); break;
 			case O_ACK: o.ack_timeout = static_cast<uint8_t>(std::min(31ul, std::stoul(optarg))); break;
 			case O_FILE: o.file = optarg; break;
@@ -343,8 +328,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (list) {
-		for (auto &k : kCases)
-			std::printf("%-20s %s\n", k.name, k.desc);
+		print_cases(kCases, 20);
 		return 0;
 	}
 	if (o.b.name.empty())
@@ -354,10 +338,7 @@ int main(int argc, char **argv)
 	std::setvbuf(stdout, nullptr, _IOLBF, 0);
 	int rc = 0;
 	for (auto &n : cases) {
-		const Case *k = nullptr;
-		for (auto &x : kCases)
-			if (n == x.name)
-				k = &x;
+		const Case *k = find_case(kCases, n);
 		if (!k) {
 			std::fprintf(stderr, "sec_local: no case '%s' (--list)\n", n.c_str());
 			return 2;

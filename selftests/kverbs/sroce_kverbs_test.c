@@ -25,6 +25,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/mutex.h>
 #include <linux/random.h>
 #include <linux/scatterlist.h>
 #include <linux/sizes.h>
@@ -1851,6 +1852,49 @@ static void kvt_chunks_free(struct kvt_side *s)
 	}
 }
 
+/*
+ * The registered RDMA device named @name, with a reference the caller drops
+ * with ib_device_put(), or NULL. Not ib_device_get_by_name(): 7.x no longer
+ * exports it. A client registered for the lookup is offered every device
+ * (its add() runs for each under the core's locks) and declines them all.
+ */
+static DEFINE_MUTEX(kvt_find_lock);
+static const char *kvt_find_name;
+static struct ib_device *kvt_find_dev;
+
+static int kvt_find_add(struct ib_device *dev)
+{
+	if (!kvt_find_dev && !strcmp(dev_name(&dev->dev), kvt_find_name) &&
+	    ib_device_try_get(dev))
+		kvt_find_dev = dev;
+	return -EOPNOTSUPP;
+}
+
+static void kvt_find_remove(struct ib_device *dev, void *client_data)
+{
+}
+
+static struct ib_client kvt_find_client = {
+	.name = "sroce_kverbs_test_find",
+	.add = kvt_find_add,
+	.remove = kvt_find_remove,
+};
+
+static struct ib_device *kvt_device_get_by_name(const char *name)
+{
+	struct ib_device *dev = NULL;
+
+	mutex_lock(&kvt_find_lock);
+	kvt_find_name = name;
+	kvt_find_dev = NULL;
+	if (!ib_register_client(&kvt_find_client)) {
+		ib_unregister_client(&kvt_find_client);
+		dev = kvt_find_dev;
+	}
+	mutex_unlock(&kvt_find_lock);
+	return dev;
+}
+
 static int kvt_side_open(struct kvt_test *t, struct kvt_side *s, const char *devname,
 			 int gid_index)
 {
@@ -1858,7 +1902,7 @@ static int kvt_side_open(struct kvt_test *t, struct kvt_side *s, const char *dev
 	int ret;
 
 	s->devname = devname;
-	s->dev = ib_device_get_by_name(devname, RDMA_DRIVER_UNKNOWN);
+	s->dev = kvt_device_get_by_name(devname);
 	if (!s->dev) {
 		pr_err("FAIL: no RDMA device named '%s'\n", devname);
 		return -ENODEV;

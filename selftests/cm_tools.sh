@@ -43,11 +43,8 @@ for x in "$da $v4a" "$db $v4b" "$da $v6a" "$db $v6b"; do
 	wait_for "sr_gid_index $x" 10 || fail "no RoCE v2 GID: $x"
 done
 
-counter() { # DEV NAME
-	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v k="$2" '$0 == k { getline; print; exit }'
-}
 declare -A rcvd0
-for d in "$da" "$db"; do rcvd0[$d]=$(counter "$d" rcvd_pkts); done
+for d in "$da" "$db"; do rcvd0[$d]=$(sr_hwc "$d" rcvd_pkts); done
 
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
@@ -118,8 +115,8 @@ done
 
 nf=$failures
 for d in "$da" "$db"; do
-	r=$(counter "$d" rcvd_pkts)
-	m=$(counter "$d" rcvd_malformed) nq=$(counter "$d" rcvd_no_qp) ic=$(counter "$d" rcvd_icrc_err)
+	r=$(sr_hwc "$d" rcvd_pkts)
+	m=$(sr_hwc "$d" rcvd_malformed) nq=$(sr_hwc "$d" rcvd_no_qp) ic=$(sr_hwc "$d" rcvd_icrc_err)
 	bad=$((m + nq + ic))
 	log "$d: rcvd_pkts ${rcvd0[$d]} -> $r, rcvd_malformed $m, rcvd_no_qp $nq, rcvd_icrc_err $ic"
 	((r > rcvd0[$d])) || { log "not ok: $d received nothing"; failures=$((failures + 1)); }

@@ -48,9 +48,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 vt=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}
 bin=$vt/hostile_ring
 integrity=$vt/rc_integrity
-nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
-va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
-da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
 
 for b in "$bin" "$integrity"; do
 	[[ -x "$b" ]] || skip "$b is not built (make verbs-tests)"
@@ -58,17 +55,7 @@ done
 sr_setup
 sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
-ns_create "$nsa"
-ns_create "$nsb"
-ns_create "$nsl"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add 10.83.0.1/24 dev "$va"
-check ip -n "$nsb" addr add 10.83.0.2/24 dev "$vb"
-sr_dummy "$nsl" "$vl"
-check ip -n "$nsl" addr add 10.84.0.1/24 dev "$vl"
-sr_link_add "$nsa" "$da" "$va"
-sr_link_add "$nsb" "$db" "$vb"
-sr_link_add "$nsl" "$dl" "$vl"
+sr_vt_topology 83
 # The GID the program will pick (one grep per poll: forks are slow under TCG).
 for x in "$da 10.83.0.1" "$db 10.83.0.2" "$dl 10.84.0.1"; do
 	read -r d a <<<"$x"

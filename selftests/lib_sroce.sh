@@ -463,6 +463,119 @@ sr_untrapped() {
 # sr_listening NS PORT: something listens on TCP PORT in namespace NS.
 sr_listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
 
+# sr_vt_topology N [v6l]: the topology of the tests that run a verbs test
+# program (build/verbs-tests) between two devices and on one looping back:
+# namespaces $nsa and $nsb joined by a veth pair $va/$vb holding 10.N.0.1/24
+# and fdN::1/64 (A), 10.N.0.2/24 and fdN::2/64 (B); a namespace $nsl with a
+# dummy $vl holding 10.M.0.1/24, and fdM::1/64 with v6l (M = N + 1); a sroce
+# device on each: $da $db $dl. Returns once every address has its GID.
+# shellcheck disable=SC2034 # the variables are the caller's
+sr_vt_topology() {
+	local n=$1 m=$(($1 + 1)) v6l=${2:-}
+	nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
+	va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
+	da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
+	ns_create "$nsa"
+	ns_create "$nsb"
+	ns_create "$nsl"
+	veth_pair "$nsa" "$va" "$nsb" "$vb"
+	check ip -n "$nsa" addr add "10.$n.0.1/24" dev "$va"
+	check ip -n "$nsb" addr add "10.$n.0.2/24" dev "$vb"
+	check ip -n "$nsa" addr add "fd$n::1/64" dev "$va" nodad
+	check ip -n "$nsb" addr add "fd$n::2/64" dev "$vb" nodad
+	sr_dummy "$nsl" "$vl"
+	check ip -n "$nsl" addr add "10.$m.0.1/24" dev "$vl"
+	[[ $v6l != v6l ]] || check ip -n "$nsl" addr add "fd$m::1/64" dev "$vl" nodad
+	sr_link_add "$nsa" "$da" "$va"
+	sr_link_add "$nsb" "$db" "$vb"
+	sr_link_add "$nsl" "$dl" "$vl"
+	sr_wait_gid "$da" "10.$n.0.1"
+	sr_wait_gid "$db" "10.$n.0.2"
+	sr_wait_gid "$da" "fd$n::1"
+	sr_wait_gid "$db" "fd$n::2"
+	sr_wait_gid "$dl" "10.$m.0.1"
+	[[ $v6l != v6l ]] || sr_wait_gid "$dl" "fd$m::1"
+}
+
+# sr_run_or_dump CMD...: run CMD; if it fails, log the nonzero counters of
+# the devices $da $db $dl (retransmissions, timeouts, drops tell what went
+# wrong; they count from device creation) and return its status.
+sr_run_or_dump() {
+	local rc=0 d
+	log "+ $*"
+	"$@" || rc=$?
+	[[ $rc != 0 ]] || return 0
+	for d in "$da" "$db" "$dl"; do
+		log "$d counters: $(rdma statistic show link "$d/1" | tr ' ' '\n' |
+			awk 'NR > 2 && NR % 2 == 1 { k = $0 } NR > 2 && NR % 2 == 0 && $0 != 0 { printf "%s %s ", k, $0 }')"
+	done
+	log "FAILED: '$*' exited with $rc"
+	return "$rc"
+}
+
+# sr_pp_topology sroce|rxe: the pingpong tests' topology.
+# sroce: namespaces $nsa and $nsb joined by a veth pair $va/$vb with IPv4
+# and IPv6 addresses ($v4a $v4b $v6a $v6b), a namespace $nsl with a dummy
+# $dl ($v4l $v6l), and a sroce device on each netdev: $deva $devb $devl.
+# rxe: one rdma_rxe device on a dummy $rd in the initial namespace holding
+# all those addresses (the two sides and the loopback are that device);
+# skips the test when rdma_rxe cannot be loaded. Either way it sets srv4,
+# srv6 and srvl (where a client reaches the server's TCP side channel: the
+# pingpong servers listen on IPv4 only, even when the QPs use IPv6 GIDs),
+# mtu_dev and mtu_peer (the netdevs a path MTU case changes, as NS DEV),
+# and the GID indexes ga4 gb4 ga6 gb6 gl4 gl6, and logs them.
+# shellcheck disable=SC2034 # the variables are the caller's
+sr_pp_topology() {
+	v4a=192.0.2.1 v4b=192.0.2.2 v6a=2001:db8::1 v6b=2001:db8::2
+	v4l=198.51.100.1 v6l=2001:db8:1::1
+	case $1 in
+	sroce)
+		sr_module_use
+		sr_have_provider || skip "the provider build/user/libsroce-rdmav<N>.so is not built"
+		nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
+		va=${SR_ID}va vb=${SR_ID}vb dl=${SR_ID}dl
+		deva=${SR_ID}s0 devb=${SR_ID}s1 devl=${SR_ID}sl
+		ns_create "$nsa"
+		ns_create "$nsb"
+		ns_create "$nsl"
+		veth_pair "$nsa" "$va" "$nsb" "$vb"
+		check ip -n "$nsa" addr add "$v4a/24" dev "$va"
+		check ip -n "$nsb" addr add "$v4b/24" dev "$vb"
+		check ip -n "$nsa" addr add "$v6a/64" dev "$va" nodad
+		check ip -n "$nsb" addr add "$v6b/64" dev "$vb" nodad
+		sr_dummy "$nsl" "$dl"
+		check ip -n "$nsl" addr add "$v4l/24" dev "$dl"
+		check ip -n "$nsl" addr add "$v6l/64" dev "$dl" nodad
+		sr_link_add "$nsa" "$deva" "$va"
+		sr_link_add "$nsb" "$devb" "$vb"
+		sr_link_add "$nsl" "$devl" "$dl"
+		srv4=$v4a srv6=$v4a srvl=127.0.0.1
+		mtu_dev=("$nsa" "$va") mtu_peer=("$nsb" "$vb")
+		;;
+	rxe)
+		sr_rxe_use || skip "rdma_rxe cannot be loaded"
+		nsa=- nsb=- nsl=-
+		rd=${SR_ID}rd
+		deva=${SR_ID}rxe devb=${SR_ID}rxe devl=${SR_ID}rxe
+		sr_dummy - "$rd"
+		check ip addr add "$v4a/24" dev "$rd"
+		check ip addr add "$v4l/24" dev "$rd"
+		check ip addr add "$v6a/64" dev "$rd" nodad
+		check ip addr add "$v6l/64" dev "$rd" nodad
+		check rdma link add "$deva" type rxe netdev "$rd"
+		defer_quiet rdma link delete "$deva"
+		v4b=$v4a v6b=$v6a
+		srv4=127.0.0.1 srv6=127.0.0.1 srvl=127.0.0.1
+		mtu_dev=(- "$rd") mtu_peer=()
+		;;
+	*) fail "the backend must be sroce or rxe, not '$1'" ;;
+	esac
+	ga4=$(sr_gid_of "$deva" "$v4a") gb4=$(sr_gid_of "$devb" "$v4b")
+	ga6=$(sr_gid_of "$deva" "$v6a") gb6=$(sr_gid_of "$devb" "$v6b")
+	gl4=$(sr_gid_of "$devl" "$v4l") gl6=$(sr_gid_of "$devl" "$v6l")
+	log "GIDs: $deva v4 #$ga4 v6 #$ga6; $devb v4 #$gb4 v6 #$gb6; $devl v4 #$gl4 v6 #$gl6"
+}
+
 # sr_pp PROG SRV_TIMEOUT CLI_TIMEOUT TAG SIZE ITERS NQP SNS SDEV SGID CNS CDEV
 #       CGID ADDR SADDR CADDR [ARGS...]:
 # one ibv_*_pingpong (PROG) exchange: the server (SNS/SDEV/SGID) and the

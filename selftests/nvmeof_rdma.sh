@@ -95,10 +95,7 @@ size=$(blockdev --getsize64 "$blk") || fail "blockdev --getsize64 $blk failed"
 log "namespace: $blk ($size bytes)"
 [[ "$size" == $((256 << 20)) ]] || fail "$blk has $size bytes, not the exported 256 MiB"
 
-counter() { # NAME
-	rdma statistic show link "$dev/1" | tr ' ' '\n' | awk -v k="$1" '$0 == k { getline; print; exit }'
-}
-sent0=$(counter sent_pkts)
+sent0=$(sr_hwc "$dev" sent_pkts)
 
 fio_run() { # NAME ARGS...
 	local name=$1
@@ -119,11 +116,11 @@ fio_run randwrite-verify --rw=randwrite --bsrange=4k-128k --size=48M --randrepea
 fio_run seqwrite-verify --rw=write --bs=128k --offset=128M --size=64M
 
 subtest_begin "the traffic went over sroce; no error counted"
-sent=$(counter sent_pkts)
+sent=$(sr_hwc "$dev" sent_pkts)
 log "$dev: sent_pkts $sent0 -> $sent"
 ((sent > sent0 + 1000)) || fail "sent_pkts barely moved: NVMe traffic did not go over sroce"
 for c in rcvd_malformed rcvd_icrc_err rcvd_no_qp retry_exceeded_err; do
-	v=$(counter "$c")
+	v=$(sr_hwc "$dev" "$c")
 	[[ "$v" == 0 ]] || fail "counter $c = $v"
 done
 subtest_end

@@ -17,44 +17,18 @@ export SR_TAG=re # name prefix, see lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_errors
-nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
-va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
-da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
 
 [[ -x "$bin" ]] || skip "$bin is not built (cmake -S tools/verbs-tests -B build/verbs-tests && cmake --build build/verbs-tests)"
 sr_setup
 sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
-ns_create "$nsa"
-ns_create "$nsb"
-ns_create "$nsl"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add 10.79.0.1/24 dev "$va"
-check ip -n "$nsb" addr add 10.79.0.2/24 dev "$vb"
-check ip -n "$nsa" addr add fd79::1/64 dev "$va" nodad
-check ip -n "$nsb" addr add fd79::2/64 dev "$vb" nodad
-sr_dummy "$nsl" "$vl"
-check ip -n "$nsl" addr add 10.80.0.1/24 dev "$vl"
+sr_vt_topology 79
 
-sr_link_add "$nsa" "$da" "$va"
-sr_link_add "$nsb" "$db" "$vb"
-sr_link_add "$nsl" "$dl" "$vl"
-
-sr_wait_gid "$da" 10.79.0.1
-sr_wait_gid "$db" 10.79.0.2
-sr_wait_gid "$da" fd79::1
-sr_wait_gid "$db" fd79::2
-sr_wait_gid "$dl" 10.80.0.1
-
-# counter DEV NAME: a counter of "rdma statistic show link DEV/1".
-counter() {
-	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v k="$2" '$0 == k { getline; print; exit }'
-}
 
 declare -A sent0 rcvd0
 for d in "$da" "$db" "$dl"; do
-	sent0[$d]=$(counter "$d" sent_pkts)
-	rcvd0[$d]=$(counter "$d" rcvd_pkts)
+	sent0[$d]=$(sr_hwc "$d" sent_pkts)
+	rcvd0[$d]=$(sr_hwc "$d" rcvd_pkts)
 	[[ -n "${sent0[$d]}" && -n "${rcvd0[$d]}" ]] || fail "no sent_pkts/rcvd_pkts counters for $d"
 done
 
@@ -79,8 +53,8 @@ errors "loopback on one device, IPv4" --dev-a "$dl" --dev-b "$dl"
 
 subtest_begin "device counters moved"
 for d in "$da" "$db" "$dl"; do
-	s=$(counter "$d" sent_pkts)
-	r=$(counter "$d" rcvd_pkts)
+	s=$(sr_hwc "$d" sent_pkts)
+	r=$(sr_hwc "$d" rcvd_pkts)
 	log "$d: sent_pkts ${sent0[$d]} -> $s, rcvd_pkts ${rcvd0[$d]} -> $r"
 	((s > sent0[$d])) || fail "$d: sent_pkts did not move"
 	((r > rcvd0[$d])) || fail "$d: rcvd_pkts did not move"

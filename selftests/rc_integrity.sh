@@ -32,9 +32,6 @@ export SR_TAG=ri # name prefix, see lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
-nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
-va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
-da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
 iters=${SROCE_ITERS:-400}
 seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 
@@ -46,38 +43,13 @@ sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not 
 
 # --- topology ------------------------------------------------------------------
 
-ns_create "$nsa"
-ns_create "$nsb"
-ns_create "$nsl"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add 10.77.0.1/24 dev "$va"
-check ip -n "$nsb" addr add 10.77.0.2/24 dev "$vb"
-check ip -n "$nsa" addr add fd77::1/64 dev "$va" nodad
-check ip -n "$nsb" addr add fd77::2/64 dev "$vb" nodad
-sr_dummy "$nsl" "$vl"
-check ip -n "$nsl" addr add 10.78.0.1/24 dev "$vl"
-check ip -n "$nsl" addr add fd78::1/64 dev "$vl" nodad
+sr_vt_topology 77 v6l
 
-sr_link_add "$nsa" "$da" "$va"
-sr_link_add "$nsb" "$db" "$vb"
-sr_link_add "$nsl" "$dl" "$vl"
-
-sr_wait_gid "$da" 10.77.0.1
-sr_wait_gid "$db" 10.77.0.2
-sr_wait_gid "$da" fd77::1
-sr_wait_gid "$db" fd77::2
-sr_wait_gid "$dl" 10.78.0.1
-sr_wait_gid "$dl" fd78::1
-
-# counter DEV NAME: a counter of "rdma statistic show link DEV/1".
-counter() {
-	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v k="$2" '$0 == k { getline; print; exit }'
-}
 
 declare -A sent0 rcvd0
 for d in "$da" "$db" "$dl"; do
-	sent0[$d]=$(counter "$d" sent_pkts)
-	rcvd0[$d]=$(counter "$d" rcvd_pkts)
+	sent0[$d]=$(sr_hwc "$d" sent_pkts)
+	rcvd0[$d]=$(sr_hwc "$d" rcvd_pkts)
 	[[ -n "${sent0[$d]}" && -n "${rcvd0[$d]}" ]] || fail "no sent_pkts/rcvd_pkts counters for $d"
 done
 
@@ -153,8 +125,8 @@ done
 
 subtest_begin "device counters moved"
 for d in "$da" "$db" "$dl"; do
-	s=$(counter "$d" sent_pkts)
-	r=$(counter "$d" rcvd_pkts)
+	s=$(sr_hwc "$d" sent_pkts)
+	r=$(sr_hwc "$d" rcvd_pkts)
 	log "$d: sent_pkts ${sent0[$d]} -> $s, rcvd_pkts ${rcvd0[$d]} -> $r"
 	((s > sent0[$d])) || fail "$d: sent_pkts did not move"
 	((r > rcvd0[$d])) || fail "$d: rcvd_pkts did not move"

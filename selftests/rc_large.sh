@@ -80,22 +80,6 @@ sr_wait_gid "$dl" fd82::1
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
 
-# run_or_dump CMD...: run CMD; if it fails, log the devices' nonzero
-# counters (retransmissions, timeouts, drops tell what went wrong; they count
-# from device creation) and return its status.
-run_or_dump() {
-	local rc=0 d
-	log "+ $*"
-	"$@" || rc=$?
-	[[ $rc != 0 ]] || return 0
-	for d in "$da" "$db" "$dl"; do
-		log "$d counters: $(rdma statistic show link "$d/1" | tr ' ' '\n' |
-			awk 'NR > 2 && NR % 2 == 1 { k = $0 } NR > 2 && NR % 2 == 0 && $0 != 0 { printf "%s %s ", k, $0 }')"
-	done
-	log "FAILED: '$*' exited with $rc"
-	return "$rc"
-}
-
 # Every run runs; the test fails at the end if any did.
 failed=()
 n=0
@@ -105,7 +89,7 @@ bigmsg() { # DESCRIPTION ARGS...
 	n=$((n + 1))
 	log "### $what"
 	local rc=0
-	run_or_dump timeout 330 "$bin" --seed $((seed + n)) --timeout 240 "$@" >"$tmp/out" 2>&1 || rc=$?
+	sr_run_or_dump timeout 330 "$bin" --seed $((seed + n)) --timeout 240 "$@" >"$tmp/out" 2>&1 || rc=$?
 	cat "$tmp/out"
 	[[ $rc == 0 ]] || failed+=("$what")
 	# One sub-case per operation ("WRITE: ok 1073741824 bytes in ...").

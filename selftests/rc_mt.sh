@@ -21,9 +21,6 @@ export SR_TAG=rm # name prefix, see lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_mt
-nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
-va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
-da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
 msgs=${SROCE_MSGS:-2000}
 seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 
@@ -33,44 +30,9 @@ sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not 
 
 # --- topology ------------------------------------------------------------------
 
-ns_create "$nsa"
-ns_create "$nsb"
-ns_create "$nsl"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add 10.83.0.1/24 dev "$va"
-check ip -n "$nsb" addr add 10.83.0.2/24 dev "$vb"
-check ip -n "$nsa" addr add fd83::1/64 dev "$va" nodad
-check ip -n "$nsb" addr add fd83::2/64 dev "$vb" nodad
-sr_dummy "$nsl" "$vl"
-check ip -n "$nsl" addr add 10.84.0.1/24 dev "$vl"
-
-sr_link_add "$nsa" "$da" "$va"
-sr_link_add "$nsb" "$db" "$vb"
-sr_link_add "$nsl" "$dl" "$vl"
-
-sr_wait_gid "$da" 10.83.0.1
-sr_wait_gid "$db" 10.83.0.2
-sr_wait_gid "$da" fd83::1
-sr_wait_gid "$db" fd83::2
-sr_wait_gid "$dl" 10.84.0.1
+sr_vt_topology 83
 
 # --- runs ------------------------------------------------------------------------
-
-# run_or_dump CMD...: run CMD; if it fails, log the devices' nonzero
-# counters (retransmissions, timeouts, drops tell what went wrong; they count
-# from device creation) and return its status.
-run_or_dump() {
-	local rc=0 d
-	log "+ $*"
-	"$@" || rc=$?
-	[[ $rc != 0 ]] || return 0
-	for d in "$da" "$db" "$dl"; do
-		log "$d counters: $(rdma statistic show link "$d/1" | tr ' ' '\n' |
-			awk 'NR > 2 && NR % 2 == 1 { k = $0 } NR > 2 && NR % 2 == 0 && $0 != 0 { printf "%s %s ", k, $0 }')"
-	done
-	log "FAILED: '$*' exited with $rc"
-	return "$rc"
-}
 
 # Every run runs; the test fails at the end if any did.
 failed=()
@@ -80,7 +42,7 @@ mt() { # DESCRIPTION ARGS...
 	shift
 	n=$((n + 1))
 	log "### $what"
-	if ! run_or_dump timeout 200 "$bin" --seed $((seed + n)) --timeout 60 "$@"; then
+	if ! sr_run_or_dump timeout 200 "$bin" --seed $((seed + n)) --timeout 60 "$@"; then
 		failed+=("$what")
 		subtest_fail "$what" "rc_mt --seed $((seed + n)) failed (see above)"
 	else

@@ -22,38 +22,13 @@ export SR_TAG=mw # name prefix, see lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_mw
-nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
-va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
-da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
 
 [[ -x "$bin" ]] || skip "$bin is not built (cmake -S tools/verbs-tests -B build/verbs-tests && cmake --build build/verbs-tests)"
 sr_setup
 sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
-ns_create "$nsa"
-ns_create "$nsb"
-ns_create "$nsl"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add 10.81.0.1/24 dev "$va"
-check ip -n "$nsb" addr add 10.81.0.2/24 dev "$vb"
-check ip -n "$nsa" addr add fd81::1/64 dev "$va" nodad
-check ip -n "$nsb" addr add fd81::2/64 dev "$vb" nodad
-sr_dummy "$nsl" "$vl"
-check ip -n "$nsl" addr add 10.82.0.1/24 dev "$vl"
+sr_vt_topology 81
 
-sr_link_add "$nsa" "$da" "$va"
-sr_link_add "$nsb" "$db" "$vb"
-sr_link_add "$nsl" "$dl" "$vl"
-
-sr_wait_gid "$da" 10.81.0.1
-sr_wait_gid "$db" 10.81.0.2
-sr_wait_gid "$da" fd81::1
-sr_wait_gid "$db" fd81::2
-sr_wait_gid "$dl" 10.82.0.1
-
-hwc() { # DEV NAME
-	cat "$SR_SYS/$1/ports/1/hw_counters/$2"
-}
 for d in "$da" "$db" "$dl"; do
 	[[ -r "$SR_SYS/$d/ports/1/hw_counters/rem_access_nak_sent" ]] || fail "$d has no hw counter rem_access_nak_sent"
 done
@@ -82,14 +57,14 @@ subtest_begin "counters: no ICRC error or malformed packet; the NAKs where they 
 cfailed=()
 for d in "$da" "$db" "$dl"; do
 	for c in rcvd_icrc_err rcvd_malformed; do
-		v=$(hwc "$d" "$c")
+		v=$(sr_hwc "$d" "$c")
 		[[ $v == 0 ]] || cfailed+=("$d: $c is $v")
 	done
-	log "$d: rem_access_nak_sent $(hwc "$d" rem_access_nak_sent), rcvd_fatal_nak $(hwc "$d" rcvd_fatal_nak)"
+	log "$d: rem_access_nak_sent $(sr_hwc "$d" rem_access_nak_sent), rcvd_fatal_nak $(sr_hwc "$d" rcvd_fatal_nak)"
 done
 # Every refusal is A (da) accessing B (db).
-(($(hwc "$db" rem_access_nak_sent) > 0)) || cfailed+=("$db sent no remote access NAK")
-(($(hwc "$da" rem_access_nak_sent) == 0)) || cfailed+=("$da sent remote access NAKs (it only requests)")
+(($(sr_hwc "$db" rem_access_nak_sent) > 0)) || cfailed+=("$db sent no remote access NAK")
+(($(sr_hwc "$da" rem_access_nak_sent) == 0)) || cfailed+=("$da sent remote access NAKs (it only requests)")
 ((${#cfailed[@]} == 0)) || fail "$(printf '%s; ' "${cfailed[@]}")"
 subtest_end
 

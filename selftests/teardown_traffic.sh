@@ -166,7 +166,6 @@ expect_clean() { # WHAT
 	}
 	log "ok: $1: no QP, CQ, MR or PD left"
 }
-hwc() { cat "$SR_SYS/$1/ports/1/hw_counters/$2"; }
 
 # --- 1. kill -9 in the middle of traffic ---------------------------------------------------
 
@@ -202,8 +201,8 @@ one_side() {
 		10.84.0.1 >"$tmp/cli" 2>&1
 	cpid=$!
 	# Wait until data flows (the client has connected), then a bit more.
-	local base=$(($(hwc "$da" sent_pkts) + $(hwc "$db" sent_pkts)))
-	wait_for "((\$(hwc $da sent_pkts) + \$(hwc $db sent_pkts) > $base + 200))" 30 ||
+	local base=$(($(sr_hwc "$da" sent_pkts) + $(sr_hwc "$db" sent_pkts)))
+	wait_for "((\$(sr_hwc $da sent_pkts) + \$(sr_hwc $db sent_pkts) > $base + 200))" 30 ||
 		log "note: $tool: little traffic before the kill"
 	rsleep 200 1500
 	if [[ $victim == server ]]; then
@@ -239,7 +238,7 @@ for spec in "loss 100%" "delay 50ms"; do
 	read -ra netem <<<"$spec"
 	check tc -n "$nsa" qdisc replace dev "$va" root netem "${netem[@]}"
 	check tc -n "$nsb" qdisc replace dev "$vb" root netem "${netem[@]}"
-	noqp0=$(($(hwc "$da" rcvd_no_qp) + $(hwc "$db" rcvd_no_qp)))
+	noqp0=$(($(sr_hwc "$da" rcvd_no_qp) + $(sr_hwc "$db" rcvd_no_qp)))
 	for ((r = 1; r <= netem_rounds; r++)); do
 		spawn "" "$bin" --dev-a "$da" --dev-b "$db" --seed $((seed + r)) --iters 1000000 \
 			--depth 16 --max-size 16K --timeout 60 >"$tmp/ri" 2>&1
@@ -250,7 +249,7 @@ for spec in "loss 100%" "delay 50ms"; do
 	sleep 0.5
 	check tc -n "$nsa" qdisc del dev "$va" root
 	check tc -n "$nsb" qdisc del dev "$vb" root
-	noqp=$(($(hwc "$da" rcvd_no_qp) + $(hwc "$db" rcvd_no_qp) - noqp0))
+	noqp=$(($(sr_hwc "$da" rcvd_no_qp) + $(sr_hwc "$db" rcvd_no_qp) - noqp0))
 	log "packets for QPs that were gone: rcvd_no_qp +$noqp"
 	expect_clean "after kill -9 under netem $spec"
 done

@@ -28,34 +28,7 @@ defer rm -rf "$tmp"
 failures=0
 next_port=19800
 
-v4a=192.0.2.1 v4b=192.0.2.2 v6a=2001:db8::1 v6b=2001:db8::2
-v4l=198.51.100.1 v6l=2001:db8:1::1
-
-sr_module_use
-sr_have_provider || skip "the provider build/user/libsroce-rdmav<N>.so is not built"
-nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
-va=${SR_ID}va vb=${SR_ID}vb dl=${SR_ID}dl
-deva=${SR_ID}s0 devb=${SR_ID}s1 devl=${SR_ID}sl
-ns_create "$nsa"
-ns_create "$nsb"
-ns_create "$nsl"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add "$v4a/24" dev "$va"
-check ip -n "$nsb" addr add "$v4b/24" dev "$vb"
-check ip -n "$nsa" addr add "$v6a/64" dev "$va" nodad
-check ip -n "$nsb" addr add "$v6b/64" dev "$vb" nodad
-check ip -n "$nsl" link set lo up
-sr_dummy "$nsl" "$dl"
-check ip -n "$nsl" addr add "$v4l/24" dev "$dl"
-check ip -n "$nsl" addr add "$v6l/64" dev "$dl" nodad
-sr_link_add "$nsa" "$deva" "$va"
-sr_link_add "$nsb" "$devb" "$vb"
-sr_link_add "$nsl" "$devl" "$dl"
-
-ga4=$(sr_gid_of "$deva" "$v4a") gb4=$(sr_gid_of "$devb" "$v4b")
-ga6=$(sr_gid_of "$deva" "$v6a") gb6=$(sr_gid_of "$devb" "$v6b")
-gl4=$(sr_gid_of "$devl" "$v4l") gl6=$(sr_gid_of "$devl" "$v6l")
-log "GIDs: $deva v4 #$ga4 v6 #$ga6; $devb v4 #$gb4 v6 #$gb6; $devl v4 #$gl4 v6 #$gl6"
+sr_pp_topology sroce
 # ibv_xsrq_pingpong's server starts sending as soon as it has connected its
 # own QPs, and gives a client that has not yet moved its XRC TGT QP to RTR
 # only its retry budget (timeout 14, retry_cnt 7: about 0.5 s) to get there.

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The RC transport: requester, completer, responder, and the packet path
- * beneath them. See sroce_qp.h for the execution contexts and locks.
+ * The transport of every QP type (RC, UC, UD and GSI, XRC): the packet path
+ * (sroce_tx.c, sroce_rx.c), the requester (sroce_req.c) and its send queue
+ * (sroce_sq.c), UD (sroce_ud.c), the completer with its timers
+ * (sroce_comp.c), the responder (sroce_resp.c, its READ side sroce_read.c)
+ * and receive WQEs (sroce_recv.c); the rules they apply are kernel/proto's.
+ * See sroce_qp.h for the execution contexts and locks.
  */
 #ifndef SROCE_TRANSPORT_H
 #define SROCE_TRANSPORT_H

@@ -5,9 +5,11 @@
  *
  * The parser is the first code that touches bytes from the network. It takes
  * (buf, len), reads nothing beyond len, trusts no length or count field, and
- * says why it rejected a packet with an enum sroce_parse_err that doubles as
- * a drop-counter index. It needs no QP state; checks that do (P_Key, PSN,
- * PMTU, R_Key) belong to the receive path.
+ * says why it rejected a packet with an enum sroce_parse_err (named by
+ * sroce_parse_err_name() for the host tests and fuzzers). The receive path
+ * counts every rejection as rcvd_malformed, whatever the reason. It needs no
+ * QP state; checks that do (P_Key, PSN, PMTU, R_Key) belong to the receive
+ * path.
  */
 #ifndef SROCE_HDR_H
 #define SROCE_HDR_H
@@ -264,7 +266,7 @@ enum sroce_parse_err {
 	SROCE_PARSE_ERR_COUNT
 };
 
-/* Short stable name for counters and traces; "?" if out of range. */
+/* Short stable name of a parse error (tests, fuzzers); "?" if out of range. */
 const char *sroce_parse_err_name(unsigned int err);
 
 /*

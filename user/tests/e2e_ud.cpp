@@ -24,23 +24,7 @@
 #include <infiniband/verbs.h>
 #include <vector>
 
-static int fails;
-#define CHECK(c)                                                       \
-	do {                                                           \
-		if (!(c)) {                                            \
-			fprintf(stderr, "FAIL %s:%d: %s (errno %d)\n", \
-				__FILE__, __LINE__, #c, errno);        \
-			fails++;                                       \
-		}                                                      \
-	} while (0)
-#define REQUIRE(c)                                                      \
-	do {                                                            \
-		if (!(c)) {                                             \
-			fprintf(stderr, "FATAL %s:%d: %s (errno %d)\n", \
-				__FILE__, __LINE__, #c, errno);         \
-			exit(1);                                        \
-		}                                                       \
-	} while (0)
+#include "e2e_check.h"
 
 namespace
 {

@@ -348,9 +348,11 @@ void case_read_modify_race(const Options &o, Verdict &v)
 	std::string oe;
 	for (auto &[k, c] : sh.other_errs)
 		oe += strf("%s%s %llu", oe.empty() ? "" : ", ", k.c_str(), static_cast<unsigned long long>(c));
-	v.info("%.1f s: %llu READs verified (%.1f MiB), error completions: %s; %llu pairs replaced",
+	v.info("%.1f s: %llu READs verified (%.1f MiB), error completions: %s; %llu pairs replaced, %llu READs "
+	       "flushed behind a failed one",
 	       secs_since(t0), static_cast<unsigned long long>(reads_ok), bytes_ok / 1048576.0,
-	       es.empty() ? "none" : es.c_str(), static_cast<unsigned long long>(reconnects));
+	       es.empty() ? "none" : es.c_str(), static_cast<unsigned long long>(reconnects),
+	       static_cast<unsigned long long>(flushed));
 	v.info("B modify_qp: %llu cycles, %llu calls succeeded, %llu EINVAL (state changed by the other thread), "
 	       "%llu other errors%s%s; %llu max_dest_rd_atomic changes; %u async events on B (%s)",
 	       static_cast<unsigned long long>(sh.cycles.load()), static_cast<unsigned long long>(sh.ok.load()),

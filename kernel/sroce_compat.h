@@ -115,6 +115,15 @@ static inline struct dst_entry *sroce_ip6_dst_lookup(struct net *net,
 #endif
 
 /*
+ * A workqueue that is not WQ_UNBOUND says it is per CPU: 7.x warns at
+ * alloc_workqueue() when it is neither. WQ_PERCPU is an enum constant, so
+ * Kbuild looks for it in workqueue.h; before it, per CPU was the default.
+ */
+#ifndef SROCE_HAVE_WQ_PERCPU
+#define WQ_PERCPU 0
+#endif
+
+/*
  * Is an RDMA device of this name registered? ib_device_get_by_name() is not
  * exported in 7.x; there the core's own check refuses the name when the
  * device registers (and sroce_dev_add() says so).

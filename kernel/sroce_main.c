@@ -121,8 +121,8 @@ static int __init sroce_init(void)
 	if (!sroce_wq)
 		return -ENOMEM;
 	/* Per CPU, for paced QPs: see sroce_req_queue(). */
-	sroce_pace_wq = alloc_workqueue("sroce_pace", WQ_HIGHPRI | WQ_MEM_RECLAIM,
-					0);
+	sroce_pace_wq = alloc_workqueue("sroce_pace",
+					WQ_PERCPU | WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
 	if (!sroce_pace_wq) {
 		destroy_workqueue(sroce_wq);
 		return -ENOMEM;

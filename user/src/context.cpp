@@ -107,8 +107,8 @@ struct verbs_context *alloc_context(struct ibv_device *ibdev, int cmd_fd,
 
 	struct ibv_get_context cmd = {};
 	get_context_resp resp = {};
-	const int ret = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
-					    resp.ibv(), sizeof(resp));
+	const int ret = sroce_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
+					      resp.ibv(), sizeof(resp));
 	if (ret) {
 		errno = ret;
 		return nullptr;

@@ -508,10 +508,18 @@ void __verbs_log( // NOLINT(bugprone-reserved-identifier)
 	struct verbs_context *ctx, uint32_t level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+#if SROCE_RDMA_CORE >= 65
+int ibv_cmd_get_context(struct verbs_context *context,
+			struct ibv_get_context *cmd, size_t cmd_size,
+			struct ibv_fd_arr *fd_arr,
+			struct ib_uverbs_get_context_resp *resp,
+			size_t resp_size);
+#else
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
 			struct ib_uverbs_get_context_resp *resp,
 			size_t resp_size);
+#endif
 int ibv_cmd_query_device_any(struct ibv_context *context,
 			     const struct ibv_query_device_ex_input *input,
 			     struct ibv_device_attr_ex *attr, size_t attr_size,
@@ -621,10 +629,23 @@ int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 /*
  * The commands whose arguments differ between releases, with one signature
- * for the rest of the provider: rdma-core 65 added a provider buffer
- * description (create_cq_ex) and ioctl driver attributes (create_qp_ex2);
- * sroce passes neither.
+ * for the rest of the provider: rdma-core 65 added a file descriptor array
+ * (get_context), a provider buffer description (create_cq_ex) and ioctl
+ * driver attributes (create_qp_ex2); sroce passes none of them.
  */
+inline int sroce_cmd_get_context(struct verbs_context *context,
+				 struct ibv_get_context *cmd, size_t cmd_size,
+				 struct ib_uverbs_get_context_resp *resp,
+				 size_t resp_size) noexcept
+{
+#if SROCE_RDMA_CORE >= 65
+	return ibv_cmd_get_context(context, cmd, cmd_size, nullptr, resp,
+				   resp_size);
+#else
+	return ibv_cmd_get_context(context, cmd, cmd_size, resp, resp_size);
+#endif
+}
+
 inline int sroce_cmd_create_cq_ex(struct ibv_context *context,
 				  const struct ibv_cq_init_attr_ex *cq_attr,
 				  struct verbs_cq *cq,

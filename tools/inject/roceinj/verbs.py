@@ -60,7 +60,11 @@ class Verbs:
         from pyverbs.pd import PD
         from pyverbs.cq import CQ
         from pyverbs.mr import MR
-        import pyverbs.enums as e
+        try:
+            # rdma-core 56 and later (65 has only this one)
+            import pyverbs.libibverbs_enums as e
+        except ImportError:
+            import pyverbs.enums as e  # rdma-core 44
         self.e = e
         self.ctx = Context(name=a.dev)
         self.pctx = Context(name=a.peer_dev)

@@ -1,6 +1,8 @@
 """The target device's resources (pyverbs): PD, CQ, MRs and victim QPs."""
 
+import enum
 import random
+import types
 
 from .proto import PHANTOM_BASE, UC
 
@@ -48,6 +50,26 @@ def qp_to_rts(qp, e, kind, sq_psn, timeout, retry_cnt):
     qp_modify(qp, mask, **kw)
 
 
+def pyverbs_constants():
+    """pyverbs' IBV_* constants, as ints, in one namespace (e.IBV_QPT_RC):
+    module attributes of pyverbs.enums up to rdma-core 56, members of the
+    enum classes of pyverbs.libibverbs_enums (ibv_qp_type.IBV_QPT_RC) in 65,
+    which has no pyverbs.enums."""
+    try:
+        import pyverbs.libibverbs_enums as m
+    except ImportError:
+        import pyverbs.enums as m
+    consts = {}
+    for name in dir(m):
+        v = getattr(m, name)
+        if name.startswith("IBV_"):
+            consts[name] = v
+        elif isinstance(v, type) and issubclass(v, enum.Enum):
+            for member in v:
+                consts.setdefault(member.name, int(member))
+    return types.SimpleNamespace(**consts)
+
+
 class Verbs:
     """The target device's resources: PD, CQ, MRs and victim QPs."""
 
@@ -60,12 +82,7 @@ class Verbs:
         from pyverbs.pd import PD
         from pyverbs.cq import CQ
         from pyverbs.mr import MR
-        try:
-            # rdma-core 56 and later (65 has only this one)
-            import pyverbs.libibverbs_enums as e
-        except ImportError:
-            import pyverbs.enums as e  # rdma-core 44
-        self.e = e
+        e = self.e = pyverbs_constants()
         self.ctx = Context(name=a.dev)
         self.pctx = Context(name=a.peer_dev)
         self.gid4 = a.gid_index

@@ -1,6 +1,17 @@
 #!/bin/bash
-# Install, idempotently, every Debian package sroce needs to build, run and test.
-# Usage: tools/deps.sh [--check]   (--check: only report what is missing, exit 1 if any)
+# Install, idempotently, the Debian packages sroce needs, in three groups:
+#   build   what `make` and `make install` need: the module (a compiler, kmod,
+#           the headers of the running kernel, or the release's if it is not
+#           a Debian kernel) and the provider (cmake, libibverbs-dev)
+#   package what `make deb` needs besides: debhelper, dh-dkms, lintian
+#   test    everything else `make test`, `make check`, the debug-kernel lane,
+#           `make demo` and `make bench` need: the guest kernel, QEMU, the
+#           verbs tools, perftest, scapy/pyverbs, fuzzers, checkers, ...
+# Usage: tools/deps.sh [--check] [GROUP...]   (default group: build)
+#   make deps        = tools/deps.sh build
+#   make deps-test   = tools/deps.sh build test      (what CI installs)
+#   make deps-check  = tools/deps.sh --check build   (before every build)
+# --check only reports what is missing (exit 1 if anything is).
 set -euo pipefail
 
 # shellcheck source=tools/release.sh
@@ -12,12 +23,43 @@ if [[ $SROCE_SUPPORTED != 1 ]]; then
 	exit 1
 fi
 
+check=0
+groups=()
+for a in "$@"; do
+	case $a in
+	--check) check=1 ;;
+	build | package | test) groups+=("$a") ;;
+	*)
+		echo "deps: unknown group '$a' (build, package, test)" >&2
+		exit 2
+		;;
+	esac
+done
+[[ ${#groups[@]} -gt 0 ]] || groups=(build)
+
+# The module is built (and `make install` installs it) for the running
+# kernel: its headers, when it is a Debian kernel; otherwise the release's
+# metapackage (the default build target then is tools/kver.sh's kernel).
+running_headers=linux-headers-$(uname -r)
+if ! apt-cache show "$running_headers" >/dev/null 2>&1; then
+	running_headers=linux-headers-amd64
+fi
+
 # shellcheck disable=SC2206  # the release's lists are words
-PKGS=(
-	# build
-	build-essential g++ cmake make pkg-config libgtest-dev
-	linux-image-amd64 linux-headers-amd64 kmod
-	libibverbs-dev librdmacm-dev
+BUILD_PKGS=(
+	build-essential g++ cmake make pkg-config kmod
+	"$running_headers"
+	libibverbs-dev
+)
+PACKAGE_PKGS=(
+	debhelper dh-dkms dkms dpkg-dev lintian fakeroot git libgtest-dev
+)
+# shellcheck disable=SC2206
+TEST_PKGS=(
+	# the guest kernel the VM harness boots, and its headers
+	linux-image-amd64 linux-headers-amd64
+	# the provider's host tests, the test programs
+	libgtest-dev librdmacm-dev
 	# static checks
 	sparse $SROCE_LINUX_SOURCE clang-format clang-tidy
 	# fuzzing (libFuzzer)
@@ -33,6 +75,15 @@ PKGS=(
 	flex bison bc libelf-dev libssl-dev rsync
 )
 
+PKGS=()
+for g in "${groups[@]}"; do
+	case $g in
+	build) PKGS+=("${BUILD_PKGS[@]}") ;;
+	package) PKGS+=("${PACKAGE_PKGS[@]}") ;;
+	test) PKGS+=("${TEST_PKGS[@]}") ;;
+	esac
+done
+
 missing=()
 for p in "${PKGS[@]}"; do
 	[[ "$p" == \#* ]] && continue
@@ -41,13 +92,21 @@ for p in "${PKGS[@]}"; do
 	fi
 done
 
+target() {
+	case " ${groups[*]} " in
+	*" test "*) echo "make deps-test" ;;
+	*" package "*) echo "make deps-package" ;;
+	*) echo "make deps" ;;
+	esac
+}
+
 if [[ ${#missing[@]} -eq 0 ]]; then
-	echo "deps: all ${#PKGS[@]} packages present"
+	[[ $check == 1 ]] || echo "deps: all ${#PKGS[@]} packages of ${groups[*]} present"
 	exit 0
 fi
-if [[ "${1:-}" == "--check" ]]; then
-	echo "deps: missing packages: ${missing[*]}" >&2
-	echo "deps: run 'make deps' (as root) to install them" >&2
+if [[ $check == 1 ]]; then
+	echo "deps: missing packages (${groups[*]}): ${missing[*]}" >&2
+	echo "deps: run '$(target)' (as root, or with sudo) to install them" >&2
 	exit 1
 fi
 if [[ $(id -u) -ne 0 ]]; then
@@ -55,7 +114,7 @@ if [[ $(id -u) -ne 0 ]]; then
 else
 	SUDO=
 fi
-echo "deps: installing ${missing[*]}"
+echo "deps: installing (${groups[*]}) ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # tshark asks whether non-root users may capture; answer no, non-interactively.
 echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections

@@ -25,7 +25,7 @@ for img in /boot/vmlinuz-*-amd64; do
 done
 best=${best:-$any}
 if [[ -z "$best" ]]; then
-	echo "kver: no Debian kernel image with headers found; run 'make deps'" >&2
+	echo "kver: no Debian kernel image with headers found; run 'make deps-test'" >&2
 	exit 1
 fi
 echo "$best"

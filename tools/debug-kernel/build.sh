@@ -48,9 +48,9 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 
-[[ -r $TARBALL ]] || die "no $TARBALL: run 'make deps' (package $SRC_PKG)"
+[[ -r $TARBALL ]] || die "no $TARBALL: run 'make deps-test' (package $SRC_PKG)"
 src_version=$(dpkg-query -W -f='${Version}' "$SRC_PKG" 2>/dev/null) ||
-	die "package $SRC_PKG is not installed: run 'make deps'"
+	die "package $SRC_PKG is not installed: run 'make deps-test'"
 cc=${CC:-gcc}
 # What the objects depend on besides the configuration.
 source_id="$SRC_PKG $src_version $(sha256sum "$TARBALL" | cut -d' ' -f1) $("$cc" --version | head -n1)"
@@ -69,10 +69,10 @@ if [[ $print_only == 1 ]]; then
 fi
 
 for tool in flex bison bc make "$cc" depmod; do
-	command -v "$tool" >/dev/null || die "$tool is missing: run 'make deps'"
+	command -v "$tool" >/dev/null || die "$tool is missing: run 'make deps-test'"
 done
 for hdr in /usr/include/libelf.h /usr/include/openssl/ssl.h; do
-	[[ -r $hdr ]] || die "$hdr is missing (libelf-dev, libssl-dev): run 'make deps'"
+	[[ -r $hdr ]] || die "$hdr is missing (libelf-dev, libssl-dev): run 'make deps-test'"
 done
 
 mkdir -p "$cache"

@@ -134,7 +134,8 @@ static int __init sroce_init(void)
 		return err;
 	}
 	rdma_link_register(&sroce_link_ops);
-	pr_info("sroce: loaded (uverbs ABI %u)\n", SROCE_UVERBS_ABI_VERSION);
+	pr_info("sroce: version %s loaded (uverbs ABI %u)\n", SROCE_VERSION,
+		SROCE_UVERBS_ABI_VERSION);
 	return 0;
 }
 
@@ -155,4 +156,5 @@ module_exit(sroce_exit);
 MODULE_DESCRIPTION("sroce: software RoCEv2 over any Ethernet netdev");
 MODULE_AUTHOR("The sroce developers");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(SROCE_VERSION);
 MODULE_ALIAS_RDMA_LINK(SROCE_LINK_TYPE);

@@ -124,6 +124,20 @@ static inline struct dst_entry *sroce_ip6_dst_lookup(struct net *net,
 #endif
 
 /*
+ * A device name chosen by the user ("rdma link add NAME") can be marked as
+ * such from 6.12 on; rdma-core's udev rule (rdma_rename, from rdma-core 55
+ * on) then leaves it alone. Before 6.12 there is no mark.
+ */
+#ifdef SROCE_HAVE_NAME_ASSIGN_TYPE
+#define SROCE_CAN_MARK_USER_NAME true
+#else
+#define SROCE_CAN_MARK_USER_NAME false
+static inline void ib_mark_name_assigned_by_user(struct ib_device *ibdev)
+{
+}
+#endif
+
+/*
  * Is an RDMA device of this name registered? ib_device_get_by_name() is not
  * exported in 7.x; there the core's own check refuses the name when the
  * device registers (and sroce_dev_add() says so).

@@ -9,6 +9,7 @@
 #include <linux/ethtool.h>
 #include <linux/rtnetlink.h>
 #include <linux/if_arp.h>
+#include <linux/pci.h>
 #include <net/addrconf.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_mad.h>
@@ -418,6 +419,12 @@ void sroce_dev_port_update(struct sroce_dev *sdev)
 	ib_dispatch_event(&ev);
 }
 
+/* Is the netdev's parent a PCI function (a NIC rdma_rename would name)? */
+static bool sroce_parent_is_pci(const struct net_device *ndev)
+{
+	return ndev->dev.parent && dev_is_pci(ndev->dev.parent);
+}
+
 /**
  * sroce_dev_add - create and register an sroce ib_device on @ndev
  * @ibdev_name: name requested by "rdma link add"
@@ -481,12 +488,20 @@ int sroce_dev_add(const char *ibdev_name, struct net_device *ndev)
 	 */
 	ib_set_device_ops(ibdev, &sroce_dev_ops);
 	/*
-	 * Sit under the NIC's device (PCI, virtio, ...) as hardware RoCE
+	 * Sit under the NIC's device (virtio, PCI, ...) as hardware RoCE
 	 * drivers and siw do, so /sys/class/infiniband/DEV/device/net/ names
 	 * the netdev (tools find a device's IP address that way). A veth or
 	 * a dummy has no parent; the device is then top-level, like rxe's.
+	 *
+	 * The name is the user's: mark it so (6.12+). rdma-core's udev rule
+	 * renames a device under a PCI function after its PCI address
+	 * (rocep3s0) unless it sees that mark, so where there is none the
+	 * device stays top-level when the NIC is on PCI. (rdma-core before
+	 * 55 ignores the mark: Documentation/troubleshooting.rst.)
 	 */
-	ibdev->dev.parent = ndev->dev.parent;
+	ib_mark_name_assigned_by_user(ibdev);
+	if (SROCE_CAN_MARK_USER_NAME || !sroce_parent_is_pci(ndev))
+		ibdev->dev.parent = ndev->dev.parent;
 	err = ib_device_set_netdev(ibdev, ndev, 1);
 	if (!err)
 		err = ib_register_device(ibdev, ibdev_name, NULL);

@@ -162,10 +162,6 @@ bw() {
 	wait "$spid" || true
 	[[ $rc == 0 ]] || { cat "$tmp/cli"; fail "ib_write_bw exited with $rc"; }
 }
-rc_qp_json() { # DEV: DEV's RC QP, from "rdma -dd -j res show qp" (with driver details)
-	ns_exec "${SR_NS_OF[$1]}" rdma -dd -j res show qp |
-		jq -c --arg d "$1" '[.[] | select(.ifname == $d and .type == "RC")][0] // empty'
-}
 
 # netem on A's egress: 2 % of the packets CE-marked, none dropped (all ECT).
 subtest_begin "CE marks: counted by the NP, CNPs sent, handled by the RP"
@@ -282,7 +278,7 @@ seen='' polls=0 shown=0
 # window missed the QP altogether there (CI, two guests at once).
 while kill -0 "$cpid" 2>/dev/null; do
 	sleep 0.3
-	q=$(rc_qp_json "$da")
+	q=$(sr_rc_qp_json "$da")
 	polls=$((polls + 1))
 	[[ -n $q ]] || continue
 	shown=$((shown + 1))

@@ -463,31 +463,42 @@ sr_untrapped() {
 # sr_listening NS PORT: something listens on TCP PORT in namespace NS.
 sr_listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
 
+# sr_veth_topology ADDR_A ADDR_B [ADDR6_A ADDR6_B]: namespaces $nsa and $nsb
+# joined by a veth pair $va/$vb holding ADDR_A/24 and ADDR_B/24 (and the IPv6
+# addresses /64, if given), a sroce device on each end: $da $db.
+# shellcheck disable=SC2034 # the variables are the caller's
+sr_veth_topology() {
+	nsa=${SR_ID}a nsb=${SR_ID}b
+	va=${SR_ID}va vb=${SR_ID}vb
+	da=${SR_ID}0 db=${SR_ID}1
+	ns_create "$nsa"
+	ns_create "$nsb"
+	veth_pair "$nsa" "$va" "$nsb" "$vb"
+	check ip -n "$nsa" addr add "$1/24" dev "$va"
+	check ip -n "$nsb" addr add "$2/24" dev "$vb"
+	if [[ -n ${3:-} ]]; then
+		check ip -n "$nsa" addr add "$3/64" dev "$va" nodad
+		check ip -n "$nsb" addr add "$4/64" dev "$vb" nodad
+	fi
+	sr_link_add "$nsa" "$da" "$va"
+	sr_link_add "$nsb" "$db" "$vb"
+}
+
 # sr_vt_topology N [v6l]: the topology of the tests that run a verbs test
 # program (build/verbs-tests) between two devices and on one looping back:
-# namespaces $nsa and $nsb joined by a veth pair $va/$vb holding 10.N.0.1/24
-# and fdN::1/64 (A), 10.N.0.2/24 and fdN::2/64 (B); a namespace $nsl with a
-# dummy $vl holding 10.M.0.1/24, and fdM::1/64 with v6l (M = N + 1); a sroce
-# device on each: $da $db $dl. Returns once every address has its GID.
+# sr_veth_topology with 10.N.0.1/24 and fdN::1/64 (A), 10.N.0.2/24 and
+# fdN::2/64 (B); a namespace $nsl with a dummy $vl holding 10.M.0.1/24, and
+# fdM::1/64 with v6l (M = N + 1); a sroce device on it: $dl. Returns once
+# every address has its GID.
 # shellcheck disable=SC2034 # the variables are the caller's
 sr_vt_topology() {
 	local n=$1 m=$(($1 + 1)) v6l=${2:-}
-	nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
-	va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
-	da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
-	ns_create "$nsa"
-	ns_create "$nsb"
+	sr_veth_topology "10.$n.0.1" "10.$n.0.2" "fd$n::1" "fd$n::2"
+	nsl=${SR_ID}l vl=${SR_ID}vl dl=${SR_ID}2
 	ns_create "$nsl"
-	veth_pair "$nsa" "$va" "$nsb" "$vb"
-	check ip -n "$nsa" addr add "10.$n.0.1/24" dev "$va"
-	check ip -n "$nsb" addr add "10.$n.0.2/24" dev "$vb"
-	check ip -n "$nsa" addr add "fd$n::1/64" dev "$va" nodad
-	check ip -n "$nsb" addr add "fd$n::2/64" dev "$vb" nodad
 	sr_dummy "$nsl" "$vl"
 	check ip -n "$nsl" addr add "10.$m.0.1/24" dev "$vl"
 	[[ $v6l != v6l ]] || check ip -n "$nsl" addr add "fd$m::1/64" dev "$vl" nodad
-	sr_link_add "$nsa" "$da" "$va"
-	sr_link_add "$nsb" "$db" "$vb"
 	sr_link_add "$nsl" "$dl" "$vl"
 	sr_wait_gid "$da" "10.$n.0.1"
 	sr_wait_gid "$db" "10.$n.0.2"
@@ -495,6 +506,14 @@ sr_vt_topology() {
 	sr_wait_gid "$db" "fd$n::2"
 	sr_wait_gid "$dl" "10.$m.0.1"
 	[[ $v6l != v6l ]] || sr_wait_gid "$dl" "fd$m::1"
+}
+
+# sr_rc_qp_json DEV: DEV's (first) RC QP as one line of JSON, from "rdma -dd
+# -j res show qp" in DEV's namespace, with the driver details (drv_*:
+# kernel/sroce_res.c, DCQCN: kernel/sroce_cc.c); nothing if it has none.
+sr_rc_qp_json() {
+	ns_exec "${SR_NS_OF[$1]}" rdma -dd -j res show qp |
+		jq -c --arg d "$1" '[.[] | select(.ifname == $d and .type == "RC")][0] // empty'
 }
 
 # sr_run_or_dump CMD...: run CMD; if it fails, log the nonzero counters of

@@ -70,16 +70,7 @@ sr_setup
 sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 require_cmd setpriv timeout sha256sum
 
-nsa=${SR_ID}a nsb=${SR_ID}b
-va=${SR_ID}va vb=${SR_ID}vb
-da=${SR_ID}0 db=${SR_ID}1
-ns_create "$nsa"
-ns_create "$nsb"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add 10.85.0.1/24 dev "$va"
-check ip -n "$nsb" addr add 10.85.0.2/24 dev "$vb"
-sr_link_add "$nsa" "$da" "$va"
-sr_link_add "$nsb" "$db" "$vb"
+sr_veth_topology 10.85.0.1 10.85.0.2
 for x in "$da 10.85.0.1" "$db 10.85.0.2"; do
 	read -r d a <<<"$x"
 	g=$(sr_gid_sysfs "$a")

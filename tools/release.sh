@@ -6,7 +6,8 @@
 #   SROCE_RELEASE       debian:12, debian:13, ... (from /etc/os-release)
 #   SROCE_RELEASE_NAME  its PRETTY_NAME
 #   SROCE_SUPPORTED     1 for a release make deps has a package list for
-#   SROCE_KSERIES       the release's own kernel series (6.1, 6.12)
+#   SROCE_KSERIES       the release's own kernel series (6.1, 6.12; testing
+#                       and unstable: linux-source's current one, e.g. 7.2)
 #   SROCE_LINUX_SOURCE  the source package of that kernel (checkpatch, the
 #                       debug kernel)
 #   SROCE_CLANG_PKGS    clang and libFuzzer's runtime of that release
@@ -29,6 +30,14 @@ debian:12)
 debian:13)
 	SROCE_KSERIES=6.12
 	SROCE_CLANG_PKGS="clang-19 libclang-rt-19-dev"
+	;;
+debian:forky | debian:sid)
+	# Testing and unstable (no VERSION_ID): their kernel series is the one
+	# the linux-source metapackage points at today.
+	SROCE_KSERIES=$(apt-cache depends linux-source 2>/dev/null |
+		sed -n 's/^ *Depends: linux-source-\([0-9][0-9.]*\)$/\1/p' | head -n1)
+	[[ -n $SROCE_KSERIES ]] || SROCE_SUPPORTED=0
+	SROCE_CLANG_PKGS="clang libclang-rt-dev"
 	;;
 *)
 	SROCE_SUPPORTED=0

@@ -28,7 +28,7 @@ cd "$root"
 
 ver=$(cat VERSION)
 if git rev-parse --git-dir >/dev/null 2>&1; then
-	commit=$(git rev-parse --short=12 HEAD)
+	commit=$(git rev-parse --short=8 HEAD)
 	ver+="+git$(git log -1 --format=%cd --date=format:%Y%m%d).$commit"
 	if [[ -n $(git status --porcelain) ]]; then
 		ver+="+dirty"
@@ -63,10 +63,12 @@ for d in "$out"/*.deb; do echo "  $d"; done
 
 # lintian: nothing at warning or error level, and every info/pedantic tag
 # either fixed or overridden with a reason.
-if lintian --fail-on error,warning,info --display-info "$changes" >"$out/lintian.log" 2>&1; then
+rc=0
+lintian --fail-on error,warning,info --display-info "$changes" >"$out/lintian.log" 2>&1 || rc=$?
+if [[ $rc == 0 ]]; then
 	echo "deb: lintian clean ($out/lintian.log)"
 else
 	cat "$out/lintian.log" >&2
-	echo "deb: lintian found the tags above" >&2
+	echo "deb: lintian exited with $rc: the tags above, or its own failure" >&2
 	exit 1
 fi

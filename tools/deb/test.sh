@@ -24,7 +24,7 @@ fi
 	exit 1
 }
 tools/deb.sh
-tools/deb.sh --out build/deb-up --version-suffix +up --nocheck
+tools/deb.sh --out build/deb-up --version-suffix +u2 --nocheck
 mkdir -p build/deb-hdr
 rm -f build/deb-hdr/*.deb
 hver=$(dpkg-query -W -f='${Version}' "linux-headers-$kver2")

@@ -2,11 +2,12 @@
 # make deb: the Debian packages sroce-dkms and ibverbs-provider-sroce, built
 # by dpkg-buildpackage (debian/) on a clean export of this checkout into
 # build/deb/: the files git tracks or would track, as they are now (the
-# version then says "+dirty"), and no build products. Then lintian, whose
-# every remaining tag must be explained in debian/*lintian-overrides.
+# version then says "+dirty"), and no build products. Then lintian, which
+# must find nothing (no overrides are needed today).
 #
-# The version is VERSION, plus "+git<commit date>.<commit>" from git. The
-# provider package depends on exactly the libibverbs1 it was built against.
+# The version is VERSION, plus "+git<commit date>.<commits>.g<commit>" from
+# git. The provider package depends on exactly the libibverbs1 it was built
+# against.
 #
 # Options (for tools/deb/test.sh): --out DIR (default build/deb),
 # --version-suffix S (appended to the version: a later package of the same
@@ -29,7 +30,9 @@ cd "$root"
 ver=$(cat VERSION)
 if git rev-parse --git-dir >/dev/null 2>&1; then
 	commit=$(git rev-parse --short=8 HEAD)
-	ver+="+git$(git log -1 --format=%cd --date=format:%Y%m%d).$commit"
+	# The commit count keeps two builds of one day in order (a hash alone
+	# would not); the hash says which.
+	ver+="+git$(git log -1 --format=%cd --date=format:%Y%m%d).$(git rev-list --count HEAD).g$commit"
 	if [[ -n $(git status --porcelain) ]]; then
 		ver+="+dirty"
 	fi

@@ -5,9 +5,8 @@
 # version then says "+dirty"), and no build products. Then lintian, which
 # must find nothing (no overrides are needed today).
 #
-# The version is VERSION, plus "+git<commit date>.<commits>.g<commit>" from
-# git. The provider package depends on exactly the libibverbs1 it was built
-# against.
+# The version is VERSION, plus "+<commits>.g<commit>" from git. The
+# provider package depends on exactly the libibverbs1 it was built against.
 #
 # Options (for tools/deb/test.sh): --out DIR (default build/deb),
 # --version-suffix S (appended to the version: a later package of the same
@@ -30,9 +29,9 @@ cd "$root"
 ver=$(cat VERSION)
 if git rev-parse --git-dir >/dev/null 2>&1; then
 	commit=$(git rev-parse --short=8 HEAD)
-	# The commit count keeps two builds of one day in order (a hash alone
-	# would not); the hash says which.
-	ver+="+git$(git log -1 --format=%cd --date=format:%Y%m%d).$(git rev-list --count HEAD).g$commit"
+	# The commit count keeps builds in order (a hash alone would not); the
+	# hash says which. Short: lintian flags file names over 80 characters.
+	ver+="+$(git rev-list --count HEAD).g$commit"
 	if [[ -n $(git status --porcelain) ]]; then
 		ver+="+dirty"
 	fi

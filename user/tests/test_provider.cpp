@@ -148,7 +148,8 @@ TEST(Provider, DriverFile)
 	if (std::string(SROCE_INSTALL_PREFIX) == "/usr")
 		EXPECT_EQ(ss.str(), "driver sroce\n");
 	else
-		EXPECT_EQ(ss.str(), "driver " SROCE_INSTALL_LIBDIR "/libibverbs/libsroce\n");
+		EXPECT_EQ(ss.str(), "driver " SROCE_INSTALL_LIBDIR
+				    "/libibverbs/libsroce\n");
 }
 
 TEST(Provider, OutputName)

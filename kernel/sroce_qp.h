@@ -81,6 +81,20 @@ struct sroce_ud_dest {
 };
 
 /* Send WQE state, parallel to the shadow ring. */
+/*
+ * A QP's work that runs on sroce_wq (any CPU) or, once DCQCN paces the QP,
+ * on sroce_pace_wq (the one CPU it sends from; see sroce_req_queue()). One
+ * work_struct per workqueue: the workqueue keeps a work item from running
+ * twice at once only within one workqueue, and cancel_work_sync() waits
+ * only for the run on the workqueue it was last queued on. A single item
+ * queued on both ran on both CPUs at once, and destroy_qp freed the QP
+ * under the run it did not wait for.
+ */
+struct sroce_qp_work {
+	struct work_struct any;		/* on sroce_wq */
+	struct work_struct pace;	/* on sroce_pace_wq */
+};
+
 enum sroce_wqe_state {
 	SROCE_WQE_POSTED,	/* fetched, not fully sent */
 	SROCE_WQE_SENT,		/* every packet sent, waiting for the ACK/data */
@@ -144,7 +158,7 @@ struct sroce_qp {
 	u32 max_inline;
 	bool sq_sig_all;		/* IB_SIGNAL_ALL_WR */
 	spinlock_t post_lock;		/* kernel post_send producers */
-	struct work_struct req_work;
+	struct sroce_qp_work req_work;
 	struct {
 		u32 fetched;		/* WQEs copied from the ring */
 		u32 cur;		/* WQE being transmitted */
@@ -183,7 +197,7 @@ struct sroce_qp {
 	struct sroce_srq *srq;
 	u32 max_recv_sge;
 	spinlock_t rq_post_lock;	/* kernel post_recv producers */
-	struct work_struct resp_work;	/* streams long READs */
+	struct sroce_qp_work resp_work;	/* streams long READs */
 	struct {
 		u32 epsn;		/* expected PSN */
 		u32 msn;

@@ -363,12 +363,8 @@ static int sroce_read_stream(struct sroce_qp *qp, struct sroce_rd_res *r,
  */
 void sroce_read_queue(struct sroce_qp *qp)
 {
-	int cpu = READ_ONCE(qp->resp.cpu);
-
-	if (READ_ONCE(qp->cc.limited) && cpu_online(cpu))
-		queue_work_on(cpu, sroce_pace_wq, &qp->resp_work);
-	else
-		queue_work(sroce_wq, &qp->resp_work);
+	sroce_qp_work_queue(&qp->resp_work, READ_ONCE(qp->cc.limited),
+			    READ_ONCE(qp->resp.cpu));
 }
 
 /*
@@ -395,9 +391,8 @@ static void sroce_read_start(struct sroce_qp *qp, struct sroce_rd_res *r)
  * Stream the current READ in chunks, dropping resp_lock between them so
  * the receiver's backlog drains, then run the requests that waited.
  */
-void sroce_read_work(struct work_struct *work)
+void sroce_read_work(struct sroce_qp *qp)
 {
-	struct sroce_qp *qp = container_of(work, struct sroce_qp, resp_work);
 	struct sk_buff *skb;
 
 	spin_lock_bh(&qp->resp_lock);

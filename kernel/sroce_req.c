@@ -31,6 +31,35 @@
 struct workqueue_struct *sroce_wq;
 struct workqueue_struct *sroce_pace_wq;
 
+void sroce_qp_work_init(struct sroce_qp_work *w, work_func_t any,
+			work_func_t pace)
+{
+	INIT_WORK(&w->any, any);
+	INIT_WORK(&w->pace, pace);
+}
+
+/* Queue @w on the pacer's @cpu if @paced (and @cpu is online), else anywhere. */
+void sroce_qp_work_queue(struct sroce_qp_work *w, bool paced, int cpu)
+{
+	if (paced && cpu_online(cpu))
+		queue_work_on(cpu, sroce_pace_wq, &w->pace);
+	else
+		queue_work(sroce_wq, &w->any);
+}
+
+/*
+ * Wait until neither of @w's items is queued or running. The caller has
+ * made sure nothing new queues them (SROCE_QPF_DYING), but a run that
+ * began before may have queued the other item: cancel the first again
+ * after the second.
+ */
+void sroce_qp_work_cancel_sync(struct sroce_qp_work *w)
+{
+	cancel_work_sync(&w->any);
+	cancel_work_sync(&w->pace);
+	cancel_work_sync(&w->any);
+}
+
 /* Execute REG_MR, LOCAL_INV or BIND_MW. Returns 0 or an ib_wc_status. */
 static int sroce_req_local_op(struct sroce_qp *qp,
 			      const struct sroce_send_wqe *w)
@@ -384,12 +413,8 @@ static bool sroce_req_process(struct sroce_qp *qp)
  */
 static void sroce_req_queue(struct sroce_qp *qp)
 {
-	int cpu = READ_ONCE(qp->req.cpu);
-
-	if (READ_ONCE(qp->cc.limited) && cpu_online(cpu))
-		queue_work_on(cpu, sroce_pace_wq, &qp->req_work);
-	else
-		queue_work(sroce_wq, &qp->req_work);
+	sroce_qp_work_queue(&qp->req_work, READ_ONCE(qp->cc.limited),
+			    READ_ONCE(qp->req.cpu));
 }
 
 static void sroce_req_exec(struct sroce_qp *qp)
@@ -418,9 +443,15 @@ static void sroce_req_exec(struct sroce_qp *qp)
 	}
 }
 
-static void sroce_req_work(struct work_struct *work)
+static void sroce_req_work_any(struct work_struct *work)
 {
-	sroce_req_exec(container_of(work, struct sroce_qp, req_work));
+	sroce_req_exec(container_of(work, struct sroce_qp, req_work.any));
+	cond_resched();
+}
+
+static void sroce_req_work_pace(struct work_struct *work)
+{
+	sroce_req_exec(container_of(work, struct sroce_qp, req_work.pace));
 	cond_resched();
 }
 
@@ -453,7 +484,8 @@ void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline)
 /* The requester's part of a new QP. */
 void sroce_req_init(struct sroce_qp *qp)
 {
-	INIT_WORK(&qp->req_work, sroce_req_work);
+	sroce_qp_work_init(&qp->req_work, sroce_req_work_any,
+			   sroce_req_work_pace);
 }
 
 /* Back to RESET: nothing sent, nothing fetched. Locks held by the caller. */
@@ -475,5 +507,5 @@ void sroce_req_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 /* The QP is dying (SROCE_QPF_DYING set): wait for the requester's work. */
 void sroce_req_stop(struct sroce_qp *qp)
 {
-	cancel_work_sync(&qp->req_work);
+	sroce_qp_work_cancel_sync(&qp->req_work);
 }

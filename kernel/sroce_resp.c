@@ -36,10 +36,21 @@
  * (proto/sroce_aeth.h), "unlimited".
  */
 
+static void sroce_resp_work_any(struct work_struct *work)
+{
+	sroce_read_work(container_of(work, struct sroce_qp, resp_work.any));
+}
+
+static void sroce_resp_work_pace(struct work_struct *work)
+{
+	sroce_read_work(container_of(work, struct sroce_qp, resp_work.pace));
+}
+
 /* The responder's part of a new QP. */
 void sroce_resp_init(struct sroce_qp *qp)
 {
-	INIT_WORK(&qp->resp_work, sroce_read_work);
+	sroce_qp_work_init(&qp->resp_work, sroce_resp_work_any,
+			   sroce_resp_work_pace);
 	skb_queue_head_init(&qp->resp.backlog);
 }
 
@@ -500,7 +511,7 @@ void sroce_resp_stop(struct sroce_qp *qp)
 {
 	spin_lock_bh(&qp->resp_lock);
 	spin_unlock_bh(&qp->resp_lock);
-	cancel_work_sync(&qp->resp_work);
+	sroce_qp_work_cancel_sync(&qp->resp_work);
 	spin_lock_bh(&qp->resp_lock);
 	sroce_read_backlog_purge(qp);
 	spin_unlock_bh(&qp->resp_lock);

@@ -17,6 +17,7 @@
 
 struct sroce_dev;
 struct sroce_qp;
+struct sroce_qp_work;
 struct sroce_send_wqe;
 
 /* A packet being built: proto headers + where the payload goes. */
@@ -103,11 +104,16 @@ void sroce_recv_reset(struct sroce_qp *qp);
 
 /* sroce_read.c: the responder's READ side */
 int sroce_read_set_res(struct sroce_qp *qp, u32 n);
-void sroce_read_work(struct work_struct *work);
+void sroce_read_work(struct sroce_qp *qp);
 void sroce_read_queue(struct sroce_qp *qp);
 void sroce_read_backlog_purge(struct sroce_qp *qp);
 
 extern struct workqueue_struct *sroce_wq;
 extern struct workqueue_struct *sroce_pace_wq;
+
+void sroce_qp_work_init(struct sroce_qp_work *w, work_func_t any,
+			work_func_t pace);
+void sroce_qp_work_queue(struct sroce_qp_work *w, bool paced, int cpu);
+void sroce_qp_work_cancel_sync(struct sroce_qp_work *w);
 
 #endif /* SROCE_TRANSPORT_H */

@@ -12,7 +12,11 @@
 #     notice (or be killed).
 #  2. The same with netem dropping everything, or delaying it by 50 ms, so
 #     that processes die with retransmit timers armed and with packets still
-#     on the wire for QPs that no longer exist (counted as rcvd_no_qp).
+#     on the wire for QPs that no longer exist (counted as rcvd_no_qp); and
+#     with netem CE-marking 5 % (ECN), DCQCN's knobs set so that the QPs go
+#     in and out of rate limiting many times a second: they die while their
+#     requester and READ streams move between sroce's two workqueues (the
+#     unpaced one and the pacer's per-CPU one), with pacer timers armed.
 #  3. rmmod while traffic runs: sroce disassociates the devices' users, so
 #     rmmod must succeed and remove the devices under the running process,
 #     which must end with an error rather than hang; the module reloads and
@@ -24,7 +28,7 @@
 # "rdma res show" has nothing left, rmmod succeeds, and SUnreclaim is back
 # within 8 MiB of its starting value.
 #
-# SROCE_TEARDOWN_FULL=1 runs all 100 kills; SROCE_TEARDOWN_ROUNDS=N sets
+# SROCE_TEARDOWN_FULL=1 runs all 110 kills; SROCE_TEARDOWN_ROUNDS=N sets
 # part 1's rounds, SROCE_TEARDOWN_SIDED=N its one-sided kills,
 # SROCE_TEARDOWN_NETEM_ROUNDS=N part 2's kills per netem setting (10; 6
 # by default);
@@ -45,8 +49,8 @@ slow=(--ack-timeout 18)
 nsa=${SR_ID}a nsb=${SR_ID}b
 va=${SR_ID}va vb=${SR_ID}vb
 da=${SR_ID}0 db=${SR_ID}1
-# 70 here, 10 one-sided and 20 under netem: 100 kill -9 in all with
-# SROCE_TEARDOWN_FULL=1; the default (CI) run does 25 + 4 + 12.
+# 70 here, 10 one-sided and 30 under netem: 110 kill -9 in all with
+# SROCE_TEARDOWN_FULL=1; the default (CI) run does 25 + 4 + 18.
 full=${SROCE_TEARDOWN_FULL:-${SROCE_FULL:-0}}
 if [[ $full == 1 ]]; then
 	rounds=${SROCE_TEARDOWN_ROUNDS:-70} sided=${SROCE_TEARDOWN_SIDED:-10}
@@ -233,11 +237,33 @@ integrity --iters 100 --depth 8
 log "ok: traffic after part 1"
 
 # --- 2. timers armed, packets in flight --------------------------------------------------
-for spec in "loss 100%" "delay 50ms"; do
+# pacing_knobs on|off: DCQCN knobs under which CE marks make the QPs flip in
+# and out of rate limiting (a CNP per mark, a cut per CNP, the rate back at
+# line rate within a few 10 us or 64-byte increase steps); off puts back the
+# values they had.
+declare -A knobs_saved
+pacing_knobs() {
+	local d k v
+	for d in "$da" "$db"; do
+		for k in "min_time_between_cnps 0" "rate_reduce_monitor_period 0" "rpg_time_reset 10" \
+			"rpg_byte_reset 64" "rpg_ai_rate 400000" "rpg_hai_rate 400000"; do
+			read -r k v <<<"$k"
+			if [[ $1 == on ]]; then
+				knobs_saved[$d/$k]=$(cat "$SR_SYS/$d/dcqcn/$k")
+			else
+				v=${knobs_saved[$d/$k]}
+			fi
+			echo "$v" >"$SR_SYS/$d/dcqcn/$k" || fail "cannot set $d's dcqcn/$k to $v"
+		done
+	done
+}
+for spec in "loss 100%" "delay 50ms" "loss 5% ecn"; do
 	subtest_begin "netem $spec: $netem_rounds x kill -9 with timers armed, packets in flight"
 	read -ra netem <<<"$spec"
 	check tc -n "$nsa" qdisc replace dev "$va" root netem "${netem[@]}"
 	check tc -n "$nsb" qdisc replace dev "$vb" root netem "${netem[@]}"
+	[[ $spec != *ecn ]] || pacing_knobs on
+	cnp0=$(($(sr_hwc "$da" rp_cnp_handled) + $(sr_hwc "$db" rp_cnp_handled)))
 	noqp0=$(($(sr_hwc "$da" rcvd_no_qp) + $(sr_hwc "$db" rcvd_no_qp)))
 	for ((r = 1; r <= netem_rounds; r++)); do
 		spawn "" "$bin" --dev-a "$da" --dev-b "$db" --seed $((seed + r)) --iters 1000000 \
@@ -251,6 +277,12 @@ for spec in "loss 100%" "delay 50ms"; do
 	check tc -n "$nsb" qdisc del dev "$vb" root
 	noqp=$(($(sr_hwc "$da" rcvd_no_qp) + $(sr_hwc "$db" rcvd_no_qp) - noqp0))
 	log "packets for QPs that were gone: rcvd_no_qp +$noqp"
+	if [[ $spec == *ecn ]]; then
+		pacing_knobs off
+		cnp=$(($(sr_hwc "$da" rp_cnp_handled) + $(sr_hwc "$db" rp_cnp_handled) - cnp0))
+		((cnp > 0)) || fail "netem $spec: no CNP handled: the QPs were never paced"
+		log "CNPs handled (rate cuts): rp_cnp_handled +$cnp"
+	fi
 	expect_clean "after kill -9 under netem $spec"
 done
 subtest_begin "verified traffic after the netem kills"

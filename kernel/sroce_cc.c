@@ -35,6 +35,7 @@
 #include "sroce_cc.h"
 #include "sroce_qp.h"
 #include "sroce_stats.h"
+#include "sroce_trace.h"
 #include "sroce_transport.h"
 
 static ktime_t sroce_cc_us(u32 us)
@@ -45,6 +46,17 @@ static ktime_t sroce_cc_us(u32 us)
 static struct sroce_dcqcn_params *sroce_cc_params(struct sroce_qp *qp)
 {
 	return &qp->sdev->cc;
+}
+
+/*
+ * The QP's rate was @old (kbit/s) before the reaction point's last event:
+ * trace it if that changed it. cc.lock held.
+ */
+static void sroce_cc_trace_rate(struct sroce_qp *qp, u32 old,
+				enum sroce_cc_cause cause)
+{
+	if (trace_sroce_rate_enabled() && qp->cc.rp.rc != old)
+		trace_sroce_rate(qp, old, cause);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -128,11 +140,14 @@ static enum hrtimer_restart sroce_cc_inc_timeout(struct hrtimer *t)
 	struct sroce_qp *qp = container_of(cc, struct sroce_qp, cc);
 	const struct sroce_dcqcn_params *p = sroce_cc_params(qp);
 	enum hrtimer_restart ret = HRTIMER_NORESTART;
+	u32 old;
 
 	spin_lock(&cc->lock);
 	/* A CNP may have restarted it meanwhile: that one runs instead. */
 	if (!cc->stopped && cc->rp.limited && !hrtimer_is_queued(t)) {
+		old = cc->rp.rc;
 		sroce_dcqcn_rp_timer(&cc->rp, p, ktime_get_ns());
+		sroce_cc_trace_rate(qp, old, SROCE_CC_TIMER);
 		WRITE_ONCE(cc->limited, cc->rp.limited);
 		if (cc->rp.limited) {
 			hrtimer_forward_now(t, sroce_cc_us(READ_ONCE(p->rpg_time_reset)));
@@ -172,10 +187,13 @@ void sroce_cc_qp_init(struct sroce_qp *qp)
 void sroce_cc_qp_reset(struct sroce_qp *qp)
 {
 	struct sroce_cc_qp *cc = &qp->cc;
+	u32 old;
 
 	spin_lock_bh(&cc->lock);
+	old = cc->rp.rc;
 	sroce_dcqcn_rp_init(&cc->rp, sroce_cc_params(qp), qp->sdev->line_kbps,
 			    ktime_get_ns());
+	sroce_cc_trace_rate(qp, old, SROCE_CC_RESET);
 	WRITE_ONCE(cc->limited, false);
 	WRITE_ONCE(cc->next_ns, 0);
 	WRITE_ONCE(cc->resp_wait, false);
@@ -247,8 +265,10 @@ void sroce_cc_np_ce(struct sroce_qp *qp)
 		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);
 		return;
 	}
-	if (!sroce_tx_send(qp, &tp))
+	if (!sroce_tx_send(qp, &tp)) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_NP_CNP_SENT);
+		trace_sroce_cnp_sent(qp);
+	}
 }
 
 /* ---------------------------------------------------------------------- */
@@ -276,14 +296,15 @@ static bool sroce_cc_rp_qp(const struct sroce_qp *qp)
 }
 
 /*
- * A CNP arrived for @qp (NULL: no such QP), ICRC, P_Key and source address
- * checked. Softirq; the caller holds the QP reference.
+ * A CNP arrived for QP @qpn, @qp (NULL: no such QP), ICRC, P_Key and source
+ * address checked. Softirq; the caller holds the QP reference.
  */
-void sroce_cc_cnp_rcv(struct sroce_dev *sdev, struct sroce_qp *qp)
+void sroce_cc_cnp_rcv(struct sroce_dev *sdev, u32 qpn, struct sroce_qp *qp)
 {
 	const struct sroce_dcqcn_params *p = &sdev->cc;
 	struct sroce_cc_qp *cc;
 	bool handled = false;
+	u32 old;
 
 	if (!READ_ONCE(p->rp_enable) || !qp)
 		goto out;
@@ -291,7 +312,9 @@ void sroce_cc_cnp_rcv(struct sroce_dev *sdev, struct sroce_qp *qp)
 	if (sroce_cc_rp_qp(qp)) {
 		spin_lock(&cc->lock);
 		if (!cc->stopped) {
+			old = cc->rp.rc;
 			sroce_dcqcn_rp_cnp(&cc->rp, p, ktime_get_ns());
+			sroce_cc_trace_rate(qp, old, SROCE_CC_CNP);
 			WRITE_ONCE(cc->limited, cc->rp.limited);
 			cc->cnps++;
 			handled = true;
@@ -305,6 +328,7 @@ void sroce_cc_cnp_rcv(struct sroce_dev *sdev, struct sroce_qp *qp)
 out:
 	sroce_stat_inc(sdev, handled ? SROCE_CNT_RP_CNP_HANDLED :
 				       SROCE_CNT_RP_CNP_IGNORED);
+	trace_sroce_cnp_rcvd(sdev, qpn, handled);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -361,12 +385,15 @@ static void sroce_cc_account(struct sroce_qp *qp, u32 wire_bytes)
 {
 	struct sroce_cc_qp *cc = &qp->cc;
 	u64 now = ktime_get_ns();
+	u32 old;
 
 	spin_lock(&cc->lock);
 	/* Catch-up credit: see sroce_dcqcn_pace_next() */
 	WRITE_ONCE(cc->next_ns, sroce_dcqcn_pace_next(cc->next_ns, now,
 						      cc->rp.rc, wire_bytes));
+	old = cc->rp.rc;
 	sroce_dcqcn_rp_sent(&cc->rp, sroce_cc_params(qp), wire_bytes);
+	sroce_cc_trace_rate(qp, old, SROCE_CC_BYTES);
 	WRITE_ONCE(cc->limited, cc->rp.limited);
 	spin_unlock(&cc->lock);
 }
@@ -398,16 +425,18 @@ void sroce_cc_resp_sent(struct sroce_qp *qp, u32 payload, u32 wire_bytes)
 /* ---------------------------------------------------------------------- */
 /* rdma res show qp -dd                                                   */
 
-int sroce_cc_fill_res_qp(struct sk_buff *msg, struct ib_qp *ibqp)
+/*
+ * The QP's DCQCN state as driver attributes of its "rdma res show qp -dd"
+ * entry (inside the nest sroce_fill_res_qp_entry() opened), for QPs CNPs
+ * can slow down (see sroce_cc_rp_qp()). 0 or -EMSGSIZE.
+ */
+int sroce_cc_fill_res_qp(struct sk_buff *msg, struct sroce_qp *qp)
 {
-	struct sroce_qp *qp = to_sqp(ibqp);
 	struct sroce_cc_qp *cc = &qp->cc;
 	struct sroce_dcqcn_rp rp;
-	struct nlattr *table;
 	u32 cnps;
 
-	/* Only QPs that CNPs can slow down (see sroce_cc_rp_qp()). */
-	switch (ibqp->qp_type) {
+	switch (qp->ibqp.qp_type) {
 	case IB_QPT_RC:
 	case IB_QPT_UC:
 	case IB_QPT_XRC_INI:
@@ -422,9 +451,6 @@ int sroce_cc_fill_res_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 	cnps = cc->cnps;
 	spin_unlock_bh(&cc->lock);
 
-	table = nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
-	if (!table)
-		return -EMSGSIZE;
 	if (rdma_nl_put_driver_u32(msg, "dcqcn_limited", rp.limited) ||
 	    rdma_nl_put_driver_u32(msg, "dcqcn_rate_mbps", rp.rc / 1000) ||
 	    rdma_nl_put_driver_u32(msg, "dcqcn_target_mbps", rp.rt / 1000) ||
@@ -432,10 +458,7 @@ int sroce_cc_fill_res_qp(struct sk_buff *msg, struct ib_qp *ibqp)
 	    rdma_nl_put_driver_u32(msg, "dcqcn_cnps", cnps) ||
 	    rdma_nl_put_driver_u64(msg, "tx_bytes", READ_ONCE(cc->tx_bytes)) ||
 	    rdma_nl_put_driver_u64(msg, "read_resp_tx_bytes",
-				   READ_ONCE(cc->resp_tx_bytes))) {
-		nla_nest_cancel(msg, table);
+				   READ_ONCE(cc->resp_tx_bytes)))
 		return -EMSGSIZE;
-	}
-	nla_nest_end(msg, table);
 	return 0;
 }

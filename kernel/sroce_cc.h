@@ -36,6 +36,14 @@ struct sroce_cc_qp {
 	bool stopped;			/* destroyed: no timer rearms */
 };
 
+/* What changed a QP's rate (the sroce_rate tracepoint). */
+enum sroce_cc_cause {
+	SROCE_CC_CNP,		/* a CNP cut it */
+	SROCE_CC_TIMER,		/* the increase timer raised it */
+	SROCE_CC_BYTES,		/* the byte counter raised it */
+	SROCE_CC_RESET,		/* modify to RESET: back to the line rate */
+};
+
 int sroce_cc_module_init(void);
 void sroce_cc_dev_init(struct sroce_dev *sdev, u32 line_mbps);
 extern const struct attribute_group sroce_cc_attr_group;
@@ -46,7 +54,7 @@ void sroce_cc_qp_stop(struct sroce_qp *qp);
 
 /* Receive side: a CE-marked packet for @qp (NP), a CNP (RP). Softirq. */
 void sroce_cc_np_ce(struct sroce_qp *qp);
-void sroce_cc_cnp_rcv(struct sroce_dev *sdev, struct sroce_qp *qp);
+void sroce_cc_cnp_rcv(struct sroce_dev *sdev, u32 qpn, struct sroce_qp *qp);
 
 /* Requester, sq_lock held. */
 bool sroce_cc_pace_wait_slow(struct sroce_qp *qp);
@@ -55,6 +63,6 @@ void sroce_cc_sent(struct sroce_qp *qp, u32 payload, u32 wire_bytes);
 bool sroce_cc_resp_wait_slow(struct sroce_qp *qp);
 void sroce_cc_resp_sent(struct sroce_qp *qp, u32 payload, u32 wire_bytes);
 
-int sroce_cc_fill_res_qp(struct sk_buff *msg, struct ib_qp *ibqp);
+int sroce_cc_fill_res_qp(struct sk_buff *msg, struct sroce_qp *qp);
 
 #endif /* SROCE_CC_H */

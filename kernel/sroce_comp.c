@@ -16,6 +16,7 @@
 #include "sroce_mr.h"
 #include "sroce_qp.h"
 #include "sroce_stats.h"
+#include "sroce_trace.h"
 #include "sroce_transport.h"
 #include "proto/sroce_aeth.h"
 #include "proto/sroce_completer.h"
@@ -354,6 +355,8 @@ static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
 		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
 		return SROCE_COMP_OK;
 	}
+	if (trace_sroce_nak_rcvd_enabled() && fate != SROCE_ACK_PROGRESS)
+		trace_sroce_nak_rcvd(qp, psn, syn);
 	switch (fate) {
 	case SROCE_ACK_PROGRESS:
 		if (sroce_ack_implies_nak(psn, qp->comp.psn)) {
@@ -500,6 +503,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 		return;
 	}
 	sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_TIMEOUT);
+	trace_sroce_timeout(qp);
 	/* IBTA: retry_cnt counts retries; 7 is not infinite for it. */
 	if (!qp->comp.retry_cnt) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRY_EXCEEDED);

@@ -19,6 +19,7 @@
 #include "sroce_mcast.h"
 #include "sroce_qp.h"
 #include "sroce_srq.h"
+#include "sroce_trace.h"
 #include "sroce_transport.h"
 #include "proto/sroce_udp.h"
 
@@ -463,6 +464,17 @@ static void sroce_qp_apply_attr(struct sroce_qp *qp,
 }
 
 /*
+ * The one place a QP's state changes (after creation, in RESET): to @next,
+ * traced. state_lock held.
+ */
+static void sroce_qp_state_write(struct sroce_qp *qp, enum ib_qp_state next)
+{
+	trace_sroce_qp_state(qp, qp->state, next);
+	qp->state = next;
+	qp->attr.qp_state = next;
+}
+
+/*
  * Move the QP from @cur (the state modify_qp checked) to @next, and do
  * what entering @next takes: flush, events, wake the requester.
  */
@@ -481,8 +493,7 @@ static int sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 	}
 	/* What follows depends on the state really left. */
 	cur = qp->state;
-	qp->state = next;
-	qp->attr.qp_state = next;
+	sroce_qp_state_write(qp, next);
 	spin_unlock_bh(&qp->state_lock);
 	if (next == IB_QPS_ERR || next == IB_QPS_RESET ||
 	    cur == IB_QPS_SQE)
@@ -625,8 +636,7 @@ void sroce_qp_async_error(struct sroce_qp *qp, enum ib_event_type event)
 
 	spin_lock_bh(&qp->state_lock);
 	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET) {
-		qp->state = IB_QPS_ERR;
-		qp->attr.qp_state = IB_QPS_ERR;
+		sroce_qp_state_write(qp, IB_QPS_ERR);
 		changed = true;
 	}
 	spin_unlock_bh(&qp->state_lock);
@@ -651,8 +661,7 @@ void sroce_qp_sq_error(struct sroce_qp *qp)
 
 	spin_lock_bh(&qp->state_lock);
 	if (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD) {
-		qp->state = IB_QPS_SQE;
-		qp->attr.qp_state = IB_QPS_SQE;
+		sroce_qp_state_write(qp, IB_QPS_SQE);
 		changed = true;
 	}
 	spin_unlock_bh(&qp->state_lock);
@@ -676,7 +685,14 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	/*
 	 * A receive path that found the QP before it was unpublished may
 	 * still be about to take a reference: wait for it to either get one
-	 * (drained below) or give up, before the core frees the QP.
+	 * (drained below) or give up, before the core frees the QP. The
+	 * grace period also covers everything the receive path does with
+	 * the QP, which runs in softirq under the stack's rcu_read_lock():
+	 * what it kicked or queued (requester work, a READ stream, the
+	 * pacer) is queued by now, so sroce_transport_stop() cancels it, and
+	 * nothing it starts later can see the QP without SROCE_QPF_DYING.
+	 * Receive processing moved out of that section (to a work item, say)
+	 * would have to be waited for here.
 	 */
 	synchronize_rcu();
 	sroce_transport_stop(qp);

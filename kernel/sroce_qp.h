@@ -356,6 +356,8 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init);
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+/* rdma res show qp -dd (sroce_res.c) */
+int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

@@ -17,6 +17,7 @@
 #include "sroce_param.h"
 #include "sroce_qp.h"
 #include "sroce_stats.h"
+#include "sroce_trace.h"
 #include "sroce_transport.h"
 #include "proto/sroce_aeth.h"
 #include "proto/sroce_gbn.h"
@@ -258,8 +259,10 @@ static void sroce_req_advance(struct sroce_qp *qp,
 		qp->req.offset += pos->plen;
 	}
 	/* Below the highest PSN ever sent: this packet is a retransmission. */
-	if (!pos->uc && sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0)
+	if (!pos->uc && sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_PKTS);
+		trace_sroce_retransmit(qp, pkt);
+	}
 	if (sroce_psn_diff(qp->req.psn, qp->req.psn_hi) > 0)
 		qp->req.psn_hi = qp->req.psn;
 	sroce_cc_sent(qp, pos->plen, sroce_wire_len(qp, pkt));

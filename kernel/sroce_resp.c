@@ -26,6 +26,7 @@
 #include "sroce_resp.h"
 #include "sroce_srq.h"
 #include "sroce_stats.h"
+#include "sroce_trace.h"
 #include "sroce_transport.h"
 #include "proto/sroce_aeth.h"
 #include "proto/sroce_psn.h"
@@ -110,6 +111,7 @@ static void sroce_resp_nak(struct sroce_qp *qp, u32 psn,
 	};
 
 	sroce_stat_inc(qp->sdev, cnt[code]);
+	trace_sroce_nak_sent(qp, psn, sroce_aeth_nak(code));
 	sroce_resp_send_aeth(qp, SROCE_OP_RC_ACK, psn, sroce_aeth_nak(code), 0);
 }
 
@@ -613,6 +615,8 @@ static void sroce_resp_answer(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 		break;
 	case SROCE_RESP_RNR:
 		sroce_stat_inc(qp->sdev, SROCE_CNT_RNR_NAK_SENT);
+		trace_sroce_nak_sent(qp, psn,
+				     sroce_aeth_rnr_nak(qp->attr.min_rnr_timer));
 		sroce_resp_send_aeth(qp, SROCE_OP_RC_ACK, psn,
 				     sroce_aeth_rnr_nak(qp->attr.min_rnr_timer),
 				     0);

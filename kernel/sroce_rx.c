@@ -20,6 +20,7 @@
 #include "sroce_mcast.h"
 #include "sroce_qp.h"
 #include "sroce_stats.h"
+#include "sroce_trace.h"
 #include "sroce_transport.h"
 #include "proto/sroce_icrc.h"
 
@@ -133,7 +134,7 @@ static void sroce_rx_dispatch(struct sroce_dev *sdev, struct sk_buff *skb,
 			sroce_qp_put(qp);
 			return;
 		}
-		sroce_cc_cnp_rcv(sdev, qp);
+		sroce_cc_cnp_rcv(sdev, pkt->bth.dqpn, qp);
 		if (qp)
 			sroce_qp_put(qp);
 		return;
@@ -245,6 +246,7 @@ int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		sroce_stat_inc(sdev, SROCE_CNT_RX_MALFORMED);
 		goto drop_dev;
 	}
+	trace_sroce_rx(sdev, &pkt, udp_len - sizeof(struct udphdr));
 	sroce_rx_dispatch(sdev, skb, &pkt, bth + pkt.hdr_len);
 
 drop_dev:

@@ -7,6 +7,7 @@
 
 #include "sroce.h"
 #include "sroce_stats.h"
+#include "sroce_trace.h"
 
 static const struct rdma_stat_desc sroce_stat_desc[SROCE_CNT_MAX] = {
 	[SROCE_CNT_TX_PKTS].name = "sent_pkts",
@@ -53,9 +54,34 @@ static const struct rdma_stat_desc sroce_stat_desc[SROCE_CNT_MAX] = {
 	[SROCE_CNT_DUP_NO_ACK].name = "duplicate_request_unacked",
 };
 
+/*
+ * The counters that count dropped packets, one each: the sroce_drop
+ * tracepoint's reasons are their names.
+ */
+static const bool sroce_stat_is_drop[SROCE_CNT_MAX] = {
+	[SROCE_CNT_TX_DROP] = true,
+	[SROCE_CNT_RX_ICRC_ERR] = true,
+	[SROCE_CNT_RX_MALFORMED] = true,
+	[SROCE_CNT_RX_NO_QP] = true,
+	[SROCE_CNT_RX_BAD_QP_STATE] = true,
+	[SROCE_CNT_RX_BAD_OPCODE] = true,
+	[SROCE_CNT_RX_BAD_PKEY] = true,
+	[SROCE_CNT_OOS_REQ] = true,
+	[SROCE_CNT_COMPLETER_DROP] = true,
+	[SROCE_CNT_RX_BAD_QKEY] = true,
+	[SROCE_CNT_UD_NO_RWQE] = true,
+	[SROCE_CNT_UD_LEN_DROP] = true,
+	[SROCE_CNT_RX_BAD_ADDR] = true,
+	[SROCE_CNT_RX_OVERSIZE] = true,
+	[SROCE_CNT_RESP_BACKLOG_DROP] = true,
+	[SROCE_CNT_DUP_READ_DROP] = true,
+};
+
 void sroce_stat_add(struct sroce_dev *sdev, enum sroce_counter c, u64 n)
 {
 	this_cpu_add(sdev->stats->c[c], n);
+	if (trace_sroce_drop_enabled() && sroce_stat_is_drop[c])
+		trace_sroce_drop(sdev, sroce_stat_desc[c].name);
 }
 
 int sroce_stats_init(struct sroce_dev *sdev)

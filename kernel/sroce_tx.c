@@ -20,6 +20,7 @@
 #include "sroce.h"
 #include "sroce_qp.h"
 #include "sroce_stats.h"
+#include "sroce_trace.h"
 #include "sroce_transport.h"
 #include "proto/sroce_icrc.h"
 
@@ -241,6 +242,7 @@ int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp)
 
 	sroce_stat_inc(sdev, SROCE_CNT_TX_PKTS);
 	sroce_stat_add(sdev, SROCE_CNT_TX_BYTES, roce_len);
+	trace_sroce_tx(qp, &tp->pkt, roce_len);
 	if (p.ipv6)
 		err = ip6_local_out(sdev->net, NULL, skb);
 	else

@@ -283,4 +283,29 @@ private:
 	uint64_t s_;
 };
 
+// --- verdicts ---------------------------------------------------------------------
+
+// A verdict collector for one case: each check prints "    ok: WHAT" or
+// "    FAIL: WHAT (DETAIL)"; ok stays true while nothing failed.
+class Checker {
+public:
+	bool ok = true;
+	void note(const std::string &s) { std::printf("    %s\n", s.c_str()); }
+	void pass(const std::string &s) { std::printf("    ok: %s\n", s.c_str()); }
+	void fail(const std::string &s)
+	{
+		ok = false;
+		std::printf("    FAIL: %s\n", s.c_str());
+		std::fflush(stdout);
+	}
+	bool expect(bool cond, const std::string &what, const std::string &detail = "")
+	{
+		if (cond)
+			pass(what);
+		else
+			fail(what + (detail.empty() ? "" : " (" + detail + ")"));
+		return cond;
+	}
+};
+
 } // namespace vt

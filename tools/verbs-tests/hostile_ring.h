@@ -41,6 +41,8 @@
 
 namespace hr {
 
+using vt::Checker;
+
 // --- options --------------------------------------------------------------------
 
 struct Options {
@@ -80,27 +82,6 @@ constexpr unsigned kAllAccess =
 	IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 // --- verdicts -------------------------------------------------------------------
-
-class Checker {
-public:
-	bool ok = true;
-	void note(const std::string &s) { std::printf("    %s\n", s.c_str()); }
-	void pass(const std::string &s) { std::printf("    ok: %s\n", s.c_str()); }
-	void fail(const std::string &s)
-	{
-		ok = false;
-		std::printf("    FAIL: %s\n", s.c_str());
-		std::fflush(stdout);
-	}
-	bool expect(bool cond, const std::string &what, const std::string &detail = "")
-	{
-		if (cond)
-			pass(what);
-		else
-			fail(what + (detail.empty() ? "" : " (" + detail + ")"));
-		return cond;
-	}
-};
 
 inline std::string st(ibv_wc_status s) { return ibv_wc_status_str(s); }
 

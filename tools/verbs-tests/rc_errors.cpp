@@ -39,26 +39,12 @@ constexpr uint64_t kBadId = 1, kBehindId = 2, kAfterId = 3;
 constexpr uint64_t kRecvA = 0xa000, kRecvB = 0xb000;
 constexpr size_t kBehindOff = 8192; // where the WR behind the bad one writes on B
 
-// A verdict collector for one case.
-class Checker {
+// A verdict collector for one case (vt::Checker) that also judges work
+// completion statuses.
+class CaseChecker : public vt::Checker {
 public:
-	bool ok = true;
 	bool compat = false; // --rxe-compat: accept rdma_rxe's known deviations
 	int deviations = 0;
-	void pass(const std::string &what) { std::printf("    ok: %s\n", what.c_str()); }
-	void fail(const std::string &what)
-	{
-		ok = false;
-		std::printf("    FAIL: %s\n", what.c_str());
-	}
-	bool expect(bool cond, const std::string &what, const std::string &detail = "")
-	{
-		if (cond)
-			pass(what);
-		else
-			fail(what + (detail.empty() ? "" : " (" + detail + ")"));
-		return cond;
-	}
 	void status(const std::string &what, ibv_wc_status got, ibv_wc_status want)
 	{
 		expect(got == want, strf("%s: expected %s, got %s", what.c_str(), ibv_wc_status_str(want),
@@ -92,7 +78,7 @@ struct Pair {
 
 struct Env {
 	const Options &opt;
-	Checker &chk;
+	CaseChecker &chk;
 };
 
 std::unique_ptr<Pair> make_pair(const Options &o, const std::function<void(Pair &)> &tweak = {})
@@ -214,7 +200,7 @@ struct Expect {
 void run_error(Env &env, Pair &p, const Expect &x, const std::function<ibv_send_wr(ibv_sge &)> &bad_wr,
 	       const std::function<void(Pair &)> &before_post = {})
 {
-	Checker &c = env.chk;
+	CaseChecker &c = env.chk;
 	Endpoint &a = *p.a, &b = *p.b;
 	post_recv(a, p.abuf, p.amr.get(), kRecvA + 0, 32768, 256);
 	post_recv(a, p.abuf, p.amr.get(), kRecvA + 1, 33024, 256);
@@ -457,7 +443,7 @@ void c_rnr_retry_exceeded(Env &e)
 
 void c_rnr_recover(Env &e)
 {
-	Checker &c = e.chk;
+	CaseChecker &c = e.chk;
 	auto p = make_pair(e.opt, [](Pair &pp) {
 		pp.pa.rnr_retry = 7; // forever
 		pp.pb.min_rnr_timer = 12; // 0.64 ms
@@ -656,7 +642,7 @@ int main(int argc, char **argv)
 			continue;
 		std::printf("--- %s: %s\n", k.name, k.desc);
 		std::fflush(stdout);
-		Checker chk;
+		CaseChecker chk;
 		chk.compat = o.rxe_compat;
 		Env env{o, chk};
 		try {

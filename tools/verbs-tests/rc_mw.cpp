@@ -40,7 +40,7 @@ struct Options : CommonOptions {
 
 // --- verdicts ---------------------------------------------------------------------
 
-class Checker {
+class StepChecker {
 public:
 	bool ok = true;
 	bool verbose = false;
@@ -182,7 +182,7 @@ public:
 	// a second PD of B's context (pd2).
 	enum Pairs { One, Two, OtherPd };
 
-	Fx(const Options &o, Checker &c, Pairs pairs = One) : o_(o), c_(c)
+	Fx(const Options &o, StepChecker &c, Pairs pairs = One) : o_(o), c_(c)
 	{
 		a = open_endpoint("A", o.a, o.ipv6, o.use_event, 64);
 		b = open_endpoint("B", o.b, o.ipv6, o.use_event, 64);
@@ -551,7 +551,7 @@ public:
 
 private:
 	const Options &o_;
-	Checker &c_;
+	StepChecker &c_;
 	QpCaps caps_, bcaps_;
 	ConnParams pa_, pb_;
 	HwCounters ca_{""}, cb_{""};
@@ -707,7 +707,7 @@ void some_use(Fx &f, uint32_t key, size_t off, size_t len, int pair = 0)
 
 struct Env {
 	const Options &opt;
-	Checker &chk;
+	StepChecker &chk;
 };
 
 // --- type 1 ----------------------------------------------------------------------------
@@ -889,7 +889,7 @@ void c_t1_local_inv(Env &e)
 // works remotely.
 void c_t1_key_as_lkey(Env &e)
 {
-	Checker &c = e.chk;
+	StepChecker &c = e.chk;
 	Fx f(e.opt, e.chk);
 	MrPtr mr = f.reg_b(kMrBind);
 	MwPtr mw = alloc_mw(f.b->pd.get(), IBV_MW_TYPE_1);
@@ -919,7 +919,7 @@ void c_t1_key_as_lkey(Env &e)
 // bind them nor reach them, and they cannot be bound to its MRs.
 void c_other_pd(Env &e)
 {
-	Checker &c = e.chk;
+	StepChecker &c = e.chk;
 	Fx f(e.opt, e.chk, Fx::OtherPd);
 	MrPtr mr = f.reg_b(kMrBind);
 	MrPtr mr2 = reg_mr(f.pd2.get(), f.bbuf.data() + kMrOff, kMrLen, kMrBind);
@@ -1082,7 +1082,7 @@ void c_t2_other_qp(Env &e)
 
 void dereg_busy(Env &e, ibv_mw_type type)
 {
-	Checker &c = e.chk;
+	StepChecker &c = e.chk;
 	Fx f(e.opt, e.chk);
 	MrPtr mr = f.reg_b(kMrBind);
 	MwPtr mw = alloc_mw(f.b->pd.get(), type);
@@ -1149,7 +1149,7 @@ void c_dereg_busy_t2(Env &e) { dereg_busy(e, IBV_MW_TYPE_2); }
 
 void c_api_errors(Env &e)
 {
-	Checker &c = e.chk;
+	StepChecker &c = e.chk;
 	Fx f(e.opt, e.chk);
 	c.step("the device reports memory windows");
 	ibv_device_attr_ex ax{};
@@ -1335,7 +1335,7 @@ int main(int argc, char **argv)
 			continue;
 		std::printf("--- %s: %s\n", k.name, k.desc);
 		std::fflush(stdout);
-		Checker chk;
+		StepChecker chk;
 		chk.verbose = o.verbose;
 		Env env{o, chk};
 		auto t0 = Clock::now();

@@ -535,7 +535,8 @@ sr_run_or_dump() {
 # sr_pp_topology sroce|rxe: the pingpong tests' topology.
 # sroce: namespaces $nsa and $nsb joined by a veth pair $va/$vb with IPv4
 # and IPv6 addresses ($v4a $v4b $v6a $v6b), a namespace $nsl with a dummy
-# $dl ($v4l $v6l), and a sroce device on each netdev: $deva $devb $devl.
+# $vl ($v4l $v6l), and a sroce device on each netdev: $da $db $dl (the
+# names sr_vt_topology uses).
 # rxe: one rdma_rxe device on a dummy $rd in the initial namespace holding
 # all those addresses (the two sides and the loopback are that device);
 # skips the test when rdma_rxe cannot be loaded. Either way it sets srv4,
@@ -552,8 +553,8 @@ sr_pp_topology() {
 		sr_module_use
 		sr_have_provider || skip "the provider build/user/libsroce-rdmav<N>.so is not built"
 		nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
-		va=${SR_ID}va vb=${SR_ID}vb dl=${SR_ID}dl
-		deva=${SR_ID}s0 devb=${SR_ID}s1 devl=${SR_ID}sl
+		va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
+		da=${SR_ID}s0 db=${SR_ID}s1 dl=${SR_ID}sl
 		ns_create "$nsa"
 		ns_create "$nsb"
 		ns_create "$nsl"
@@ -562,12 +563,12 @@ sr_pp_topology() {
 		check ip -n "$nsb" addr add "$v4b/24" dev "$vb"
 		check ip -n "$nsa" addr add "$v6a/64" dev "$va" nodad
 		check ip -n "$nsb" addr add "$v6b/64" dev "$vb" nodad
-		sr_dummy "$nsl" "$dl"
-		check ip -n "$nsl" addr add "$v4l/24" dev "$dl"
-		check ip -n "$nsl" addr add "$v6l/64" dev "$dl" nodad
-		sr_link_add "$nsa" "$deva" "$va"
-		sr_link_add "$nsb" "$devb" "$vb"
-		sr_link_add "$nsl" "$devl" "$dl"
+		sr_dummy "$nsl" "$vl"
+		check ip -n "$nsl" addr add "$v4l/24" dev "$vl"
+		check ip -n "$nsl" addr add "$v6l/64" dev "$vl" nodad
+		sr_link_add "$nsa" "$da" "$va"
+		sr_link_add "$nsb" "$db" "$vb"
+		sr_link_add "$nsl" "$dl" "$vl"
 		srv4=$v4a srv6=$v4a srvl=127.0.0.1
 		mtu_dev=("$nsa" "$va") mtu_peer=("$nsb" "$vb")
 		;;
@@ -575,24 +576,24 @@ sr_pp_topology() {
 		sr_rxe_use || skip "rdma_rxe cannot be loaded"
 		nsa=- nsb=- nsl=-
 		rd=${SR_ID}rd
-		deva=${SR_ID}rxe devb=${SR_ID}rxe devl=${SR_ID}rxe
+		da=${SR_ID}rxe db=${SR_ID}rxe dl=${SR_ID}rxe
 		sr_dummy - "$rd"
 		check ip addr add "$v4a/24" dev "$rd"
 		check ip addr add "$v4l/24" dev "$rd"
 		check ip addr add "$v6a/64" dev "$rd" nodad
 		check ip addr add "$v6l/64" dev "$rd" nodad
-		check rdma link add "$deva" type rxe netdev "$rd"
-		defer_quiet rdma link delete "$deva"
+		check rdma link add "$da" type rxe netdev "$rd"
+		defer_quiet rdma link delete "$da"
 		v4b=$v4a v6b=$v6a
 		srv4=127.0.0.1 srv6=127.0.0.1 srvl=127.0.0.1
 		mtu_dev=(- "$rd") mtu_peer=()
 		;;
 	*) fail "the backend must be sroce or rxe, not '$1'" ;;
 	esac
-	ga4=$(sr_gid_of "$deva" "$v4a") gb4=$(sr_gid_of "$devb" "$v4b")
-	ga6=$(sr_gid_of "$deva" "$v6a") gb6=$(sr_gid_of "$devb" "$v6b")
-	gl4=$(sr_gid_of "$devl" "$v4l") gl6=$(sr_gid_of "$devl" "$v6l")
-	log "GIDs: $deva v4 #$ga4 v6 #$ga6; $devb v4 #$gb4 v6 #$gb6; $devl v4 #$gl4 v6 #$gl6"
+	ga4=$(sr_gid_of "$da" "$v4a") gb4=$(sr_gid_of "$db" "$v4b")
+	ga6=$(sr_gid_of "$da" "$v6a") gb6=$(sr_gid_of "$db" "$v6b")
+	gl4=$(sr_gid_of "$dl" "$v4l") gl6=$(sr_gid_of "$dl" "$v6l")
+	log "GIDs: $da v4 #$ga4 v6 #$ga6; $db v4 #$gb4 v6 #$gb6; $dl v4 #$gl4 v6 #$gl6"
 }
 
 # sr_pp PROG SRV_TIMEOUT CLI_TIMEOUT TAG SIZE ITERS NQP SNS SDEV SGID CNS CDEV

@@ -49,9 +49,9 @@ sr_dmesg_mark
 pp() { sr_pp ibv_rc_pingpong 150 120 "$1" "$2" "$3" '' "${@:4}"; }
 
 # Shorthands: A (server) <-> B (client) over IPv4 / IPv6, and the loopback device.
-pp4() { pp "$1" "$2" "$3" "$nsa" "$deva" "$ga4" "$nsb" "$devb" "$gb4" "$srv4" "$v4a" "$v4b" "${@:4}"; }
-pp6() { pp "$1" "$2" "$3" "$nsa" "$deva" "$ga6" "$nsb" "$devb" "$gb6" "$srv6" "$v6a" "$v6b" "${@:4}"; }
-ppl() { pp "$1" "$2" "$3" "$nsl" "$devl" "$gl4" "$nsl" "$devl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:4}"; }
+pp4() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga4" "$nsb" "$db" "$gb4" "$srv4" "$v4a" "$v4b" "${@:4}"; }
+pp6() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga6" "$nsb" "$db" "$gb6" "$srv6" "$v6a" "$v6b" "${@:4}"; }
+ppl() { pp "$1" "$2" "$3" "$nsl" "$dl" "$gl4" "$nsl" "$dl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:4}"; }
 
 # Iterations: TCG moves some 30-70 MB/s; keep each run to a few seconds.
 log "=== two namespaces, IPv4 GIDs"
@@ -85,13 +85,13 @@ pp6 mtu1024-v6-4k 4096 50 -c -m 1024
 log "=== path MTU 4096 (netdev MTU 9000)"
 _ns_ip "${mtu_dev[0]}" link set "${mtu_dev[1]}" mtu 9000
 [[ ${#mtu_peer[@]} == 0 ]] || _ns_ip "${mtu_peer[0]}" link set "${mtu_peer[1]}" mtu 9000
-for d in "$deva" "$devb"; do
+for d in "$da" "$db"; do
 	ns=$nsa
-	[[ $d == "$deva" ]] || ns=$nsb
+	[[ $d == "$da" ]] || ns=$nsb
 	wait_for "ns_exec $ns ibv_devinfo -d $d | grep -q 'active_mtu:[[:space:]]*4096'" 10 ||
 		fail "$d: active_mtu is not 4096 with netdev MTU 9000: $(ns_exec "$ns" ibv_devinfo -d "$d" | grep mtu)"
 done
-log "ok: active_mtu 4096 on $deva and $devb"
+log "ok: active_mtu 4096 on $da and $db"
 pp4 mtu4096-4k 4096 50 -c -m 4096
 pp4 mtu4096-64k 65536 20 -c -m 4096
 pp4 mtu4096-1m 1048576 6 -c -m 4096

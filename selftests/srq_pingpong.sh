@@ -51,10 +51,10 @@ sr_dmesg_mark
 pp() { sr_pp ibv_srq_pingpong 150 120 "$@"; }
 
 # Shorthands: A (server) <-> B (client) over IPv4 / IPv6, and the loopback device.
-pp4() { pp "$1" "$2" "$3" "$4" "$nsa" "$deva" "$ga4" "$nsb" "$devb" "$gb4" "$srv4" "$v4a" "$v4b" "${@:5}"; }
-pp6() { pp "$1" "$2" "$3" "$4" "$nsa" "$deva" "$ga6" "$nsb" "$devb" "$gb6" "$srv6" "$v6a" "$v6b" "${@:5}"; }
-ppl4() { pp "$1" "$2" "$3" "$4" "$nsl" "$devl" "$gl4" "$nsl" "$devl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:5}"; }
-ppl6() { pp "$1" "$2" "$3" "$4" "$nsl" "$devl" "$gl6" "$nsl" "$devl" "$gl6" "$srvl" "$v6l" "$v6l" "${@:5}"; }
+pp4() { pp "$1" "$2" "$3" "$4" "$nsa" "$da" "$ga4" "$nsb" "$db" "$gb4" "$srv4" "$v4a" "$v4b" "${@:5}"; }
+pp6() { pp "$1" "$2" "$3" "$4" "$nsa" "$da" "$ga6" "$nsb" "$db" "$gb6" "$srv6" "$v6a" "$v6b" "${@:5}"; }
+ppl4() { pp "$1" "$2" "$3" "$4" "$nsl" "$dl" "$gl4" "$nsl" "$dl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:5}"; }
+ppl6() { pp "$1" "$2" "$3" "$4" "$nsl" "$dl" "$gl6" "$nsl" "$dl" "$gl6" "$srvl" "$v6l" "$v6l" "${@:5}"; }
 
 # Iterations: TCG moves some 30-70 MB/s; keep each run to a few seconds.
 log "=== two namespaces, IPv4 GIDs"
@@ -82,10 +82,10 @@ ppl6 lo-v6-q16-events 64 400 16 -c -e
 # sroce_e2e_srq (user/tests/e2e_srq.cpp): what ibv_srq_pingpong cannot see.
 e2e=$SROCE_ROOT/build/user/tests/sroce_e2e_srq
 if [[ -x $e2e ]]; then
-	log "=== sroce_e2e_srq on $devl, IPv4 and IPv6 GIDs"
-	log "+ [$nsl] $e2e $devl $gl4 $gl6"
+	log "=== sroce_e2e_srq on $dl, IPv4 and IPv6 GIDs"
+	log "+ [$nsl] $e2e $dl $gl4 $gl6"
 	rc=0
-	ns_exec "$nsl" timeout 300 "$e2e" "$devl" "$gl4" "$gl6" >"$tmp/e2e" 2>&1 || rc=$?
+	ns_exec "$nsl" timeout 300 "$e2e" "$dl" "$gl4" "$gl6" >"$tmp/e2e" 2>&1 || rc=$?
 	if [[ $rc == 0 ]]; then
 		sed 's/^/  /' "$tmp/e2e"
 	else

@@ -45,10 +45,10 @@ sr_dmesg_mark
 pp() { sr_pp ibv_uc_pingpong 150 120 "$1" "$2" "$3" '' "${@:4}"; }
 
 # Shorthands: A (server) <-> B (client) over IPv4 / IPv6, and the loopback device.
-pp4() { pp "$1" "$2" "$3" "$nsa" "$deva" "$ga4" "$nsb" "$devb" "$gb4" "$srv4" "$v4a" "$v4b" "${@:4}"; }
-pp6() { pp "$1" "$2" "$3" "$nsa" "$deva" "$ga6" "$nsb" "$devb" "$gb6" "$srv6" "$v6a" "$v6b" "${@:4}"; }
-ppl4() { pp "$1" "$2" "$3" "$nsl" "$devl" "$gl4" "$nsl" "$devl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:4}"; }
-ppl6() { pp "$1" "$2" "$3" "$nsl" "$devl" "$gl6" "$nsl" "$devl" "$gl6" "$srvl" "$v6l" "$v6l" "${@:4}"; }
+pp4() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga4" "$nsb" "$db" "$gb4" "$srv4" "$v4a" "$v4b" "${@:4}"; }
+pp6() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga6" "$nsb" "$db" "$gb6" "$srv6" "$v6a" "$v6b" "${@:4}"; }
+ppl4() { pp "$1" "$2" "$3" "$nsl" "$dl" "$gl4" "$nsl" "$dl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:4}"; }
+ppl6() { pp "$1" "$2" "$3" "$nsl" "$dl" "$gl6" "$nsl" "$dl" "$gl6" "$srvl" "$v6l" "$v6l" "${@:4}"; }
 
 # Iterations: TCG moves some 30-70 MB/s; keep each run to a few seconds.
 log "=== two namespaces, IPv4 GIDs"
@@ -78,13 +78,13 @@ ppl6 lo-v6-events 100 200 -c -e
 log "=== path MTU 4096 (netdev MTU 9000)"
 _ns_ip "$nsa" link set "$va" mtu 9000
 _ns_ip "$nsb" link set "$vb" mtu 9000
-for d in "$deva" "$devb"; do
+for d in "$da" "$db"; do
 	ns=$nsa
-	[[ $d == "$deva" ]] || ns=$nsb
+	[[ $d == "$da" ]] || ns=$nsb
 	wait_for "ns_exec $ns ibv_devinfo -d $d | grep -q 'active_mtu:[[:space:]]*4096'" 10 ||
 		fail "$d: active_mtu is not 4096 with netdev MTU 9000: $(ns_exec "$ns" ibv_devinfo -d "$d" | grep mtu)"
 done
-log "ok: active_mtu 4096 on $deva and $devb"
+log "ok: active_mtu 4096 on $da and $db"
 sr_more_case mtu4096-4k && pp4 mtu4096-4k 4096 50 -c -m 4096
 pp4 mtu4096-64k 65536 20 -c -m 4096
 pp6 mtu4096-v6-64k 65536 20 -c -m 4096 -e

@@ -58,14 +58,14 @@ sr_dmesg_mark
 # one ibv_ud_pingpong exchange, checked (sr_pp in lib_sroce.sh).
 pp() { sr_pp ibv_ud_pingpong 120 90 "$1" "$2" "$3" '' "${@:4}"; }
 
-pp4() { pp "$1" "$2" "$3" "$nsa" "$deva" "$ga4" "$nsb" "$devb" "$gb4" "$srv4" "$v4a" "$v4b" "${@:4}"; }
-pp6() { pp "$1" "$2" "$3" "$nsa" "$deva" "$ga6" "$nsb" "$devb" "$gb6" "$srv6" "$v6a" "$v6b" "${@:4}"; }
-ppl4() { pp "$1" "$2" "$3" "$nsl" "$devl" "$gl4" "$nsl" "$devl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:4}"; }
-ppl6() { pp "$1" "$2" "$3" "$nsl" "$devl" "$gl6" "$nsl" "$devl" "$gl6" "$srvl" "$v6l" "$v6l" "${@:4}"; }
+pp4() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga4" "$nsb" "$db" "$gb4" "$srv4" "$v4a" "$v4b" "${@:4}"; }
+pp6() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga6" "$nsb" "$db" "$gb6" "$srv6" "$v6a" "$v6b" "${@:4}"; }
+ppl4() { pp "$1" "$2" "$3" "$nsl" "$dl" "$gl4" "$nsl" "$dl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:4}"; }
+ppl6() { pp "$1" "$2" "$3" "$nsl" "$dl" "$gl6" "$nsl" "$dl" "$gl6" "$srvl" "$v6l" "$v6l" "${@:4}"; }
 
-mtu=$(active_mtu "$deva" "$nsa")
-[[ $mtu == 1024 ]] || fail "$deva: active_mtu $mtu with netdev MTU 1500, want 1024"
-log "ok: active_mtu $mtu on $deva"
+mtu=$(active_mtu "$da" "$nsa")
+[[ $mtu == 1024 ]] || fail "$da: active_mtu $mtu with netdev MTU 1500, want 1024"
+log "ok: active_mtu $mtu on $da"
 
 log "=== two namespaces, IPv4 GIDs (MTU 1024)"
 pp4 v4-1 1 200 -c
@@ -92,10 +92,10 @@ ppl6 lo-v6-events 100 200 -c -e
 # filtering, an MTU-sized message, IBV_WC_LOC_LEN_ERR above it, the AH's PD.
 e2e=$SROCE_ROOT/build/user/tests/sroce_e2e_ud
 if [[ $backend == sroce && -x $e2e ]]; then
-	log "=== sroce_e2e_ud on $devl, IPv4 and IPv6 GIDs"
-	log "+ [$nsl] $e2e $devl $gl4 $gl6"
+	log "=== sroce_e2e_ud on $dl, IPv4 and IPv6 GIDs"
+	log "+ [$nsl] $e2e $dl $gl4 $gl6"
 	rc=0
-	ns_exec "$nsl" timeout 240 "$e2e" "$devl" "$gl4" "$gl6" >"$tmp/e2e" 2>&1 || rc=$?
+	ns_exec "$nsl" timeout 240 "$e2e" "$dl" "$gl4" "$gl6" >"$tmp/e2e" 2>&1 || rc=$?
 	if [[ $rc == 0 ]]; then
 		sed 's/^/  /' "$tmp/e2e"
 	else
@@ -111,13 +111,13 @@ fi
 log "=== MTU 4096 (netdev MTU 9000)"
 _ns_ip "${mtu_dev[0]}" link set "${mtu_dev[1]}" mtu 9000
 [[ ${#mtu_peer[@]} == 0 ]] || _ns_ip "${mtu_peer[0]}" link set "${mtu_peer[1]}" mtu 9000
-for d in "$deva" "$devb"; do
+for d in "$da" "$db"; do
 	ns=$nsa
-	[[ $d == "$deva" ]] || ns=$nsb
+	[[ $d == "$da" ]] || ns=$nsb
 	wait_for "[[ \$(active_mtu $d $ns) == 4096 ]]" 10 ||
 		fail "$d: active_mtu is not 4096 with netdev MTU 9000: $(active_mtu "$d" "$ns")"
 done
-log "ok: active_mtu 4096 on $deva and $devb"
+log "ok: active_mtu 4096 on $da and $db"
 pp4 mtu4096-v4-4k 4096 100 -c
 sr_more_case mtu4096-v4-events && pp4 mtu4096-v4-events 4096 100 -c -e
 pp6 mtu4096-v6-4k 4096 100 -c

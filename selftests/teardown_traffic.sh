@@ -257,19 +257,32 @@ pacing_knobs() {
 		done
 	done
 }
+# cnps: the rate cuts both devices' QPs have taken (rp_cnp_handled).
+cnps() { echo $(($(sr_hwc "$da" rp_cnp_handled) + $(sr_hwc "$db" rp_cnp_handled))); }
 for spec in "loss 100%" "delay 50ms" "loss 5% ecn"; do
 	subtest_begin "netem $spec: $netem_rounds x kill -9 with timers armed, packets in flight"
 	read -ra netem <<<"$spec"
 	check tc -n "$nsa" qdisc replace dev "$va" root netem "${netem[@]}"
 	check tc -n "$nsb" qdisc replace dev "$vb" root netem "${netem[@]}"
 	[[ $spec != *ecn ]] || pacing_knobs on
-	cnp0=$(($(sr_hwc "$da" rp_cnp_handled) + $(sr_hwc "$db" rp_cnp_handled)))
+	cnp0=$(cnps)
 	noqp0=$(($(sr_hwc "$da" rcvd_no_qp) + $(sr_hwc "$db" rcvd_no_qp)))
 	for ((r = 1; r <= netem_rounds; r++)); do
 		spawn "" "$bin" --dev-a "$da" --dev-b "$db" --seed $((seed + r)) --iters 1000000 \
 			--depth 16 --max-size 16K --timeout 60 >"$tmp/ri" 2>&1
 		pid=$!
-		rsleep 400 1200
+		if [[ $spec == *ecn ]]; then
+			# Killed once this run's QPs are being paced (a rate cut
+			# counted), not before its traffic began: a debug kernel
+			# takes seconds to start it.
+			c0=$(cnps)
+			wait_for "((\$(cnps) > $c0)) || ! kill -0 $pid" 60 ||
+				fail "netem $spec: round $r: no CNP handled within 60 s of the start: the QPs were never paced"
+			kill -0 "$pid" 2>/dev/null || { cat "$tmp/ri"; fail "netem $spec: round $r: rc_integrity ended before it was killed"; }
+			rsleep 100 400
+		else
+			rsleep 400 1200
+		fi
 		killed "$pid"
 	done
 	sleep 0.5
@@ -279,9 +292,7 @@ for spec in "loss 100%" "delay 50ms" "loss 5% ecn"; do
 	log "packets for QPs that were gone: rcvd_no_qp +$noqp"
 	if [[ $spec == *ecn ]]; then
 		pacing_knobs off
-		cnp=$(($(sr_hwc "$da" rp_cnp_handled) + $(sr_hwc "$db" rp_cnp_handled) - cnp0))
-		((cnp > 0)) || fail "netem $spec: no CNP handled: the QPs were never paced"
-		log "CNPs handled (rate cuts): rp_cnp_handled +$cnp"
+		log "CNPs handled (rate cuts): rp_cnp_handled +$(($(cnps) - cnp0))"
 	fi
 	expect_clean "after kill -9 under netem $spec"
 done

@@ -35,7 +35,7 @@ static inline struct sroce_ah *to_sah(struct ib_ah *ibah)
 	return container_of(ibah, struct sroce_ah, ibah);
 }
 
-int sroce_path_from_ah_attr(struct sroce_path *path,
+int sroce_path_from_ah_attr(struct ib_device *ibdev, struct sroce_path *path,
 			    const struct rdma_ah_attr *ah);
 bool sroce_ah_lookup(struct sroce_dev *sdev, u32 ah_num, struct ib_pd *pd,
 		     struct sroce_path *path);

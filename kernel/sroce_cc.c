@@ -70,8 +70,11 @@ static ssize_t sroce_cc_show(struct device *device,
 							   ib_dev);
 	const struct sroce_dcqcn_knob *k = sroce_dcqcn_knob_find(attr->attr.name);
 
-	if (!k)
+	if (!k) {
+		ibdev_dbg(&sdev->ib_dev, "dcqcn: no knob named %s\n",
+			  attr->attr.name);
 		return -ENOENT;
+	}
 	return sysfs_emit(buf, "%u\n",
 			  READ_ONCE(*sroce_dcqcn_knob_ptr(&sdev->cc, k)));
 }
@@ -85,11 +88,24 @@ static ssize_t sroce_cc_store(struct device *device,
 							   ib_dev);
 	const struct sroce_dcqcn_knob *k = sroce_dcqcn_knob_find(attr->attr.name);
 	u32 val;
+	int err;
 
-	if (!k)
+	if (!k) {
+		ibdev_dbg(&sdev->ib_dev, "dcqcn: no knob named %s\n",
+			  attr->attr.name);
 		return -ENOENT;
-	if (kstrtou32(buf, 0, &val) || sroce_dcqcn_knob_check(k, val))
+	}
+	err = kstrtou32(buf, 0, &val);
+	if (err) {
+		ibdev_dbg(&sdev->ib_dev, "dcqcn: %s: the value is not a number from 0 to %u (%d)\n",
+			  k->name, U32_MAX, err);
 		return -EINVAL;
+	}
+	if (sroce_dcqcn_knob_check(k, val)) {
+		ibdev_dbg(&sdev->ib_dev, "dcqcn: %s: %u not in [%u, %u] %s\n",
+			  k->name, val, k->min, k->max, k->unit);
+		return -EINVAL;
+	}
 	WRITE_ONCE(*sroce_dcqcn_knob_ptr(&sdev->cc, k), val);
 	return count;
 }

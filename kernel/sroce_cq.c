@@ -11,11 +11,15 @@
 #include "sroce_cq.h"
 #include "sroce_param.h"
 
-static int sroce_cq_ring_init(struct sroce_queue *q, int cqe)
+static int sroce_cq_ring_init(struct ib_device *ibdev, struct sroce_queue *q,
+			      int cqe, const char *op)
 {
-	if (cqe < 1 || cqe > SROCE_MAX_CQE)
+	if (cqe < 1 || cqe > SROCE_MAX_CQE) {
+		ibdev_dbg(ibdev, "%s: cqe %d not in [1, %u]\n", op, cqe,
+			  SROCE_MAX_CQE);
 		return -EINVAL;
-	return sroce_queue_init(q, cqe, sizeof(struct sroce_cqe));
+	}
+	return sroce_queue_init(ibdev, q, cqe, sizeof(struct sroce_cqe));
 }
 
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -27,17 +31,25 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct sroce_create_cq_resp resp = {};
 	int err;
 
-	if (attr->flags)
+	if (attr->flags) {
+		ibdev_dbg(ibcq->device, "create_cq: flags 0x%x not supported\n",
+			  attr->flags);
 		return -EOPNOTSUPP;
-	if (ud && ud->outlen && ud->outlen < sizeof(resp))
+	}
+	if (ud && ud->outlen && ud->outlen < sizeof(resp)) {
+		ibdev_dbg(ibcq->device, "create_cq: response buffer of %zu bytes < %zu (provider older than the module?)\n",
+			  ud->outlen, sizeof(resp));
 		return -EINVAL;
+	}
 	if (atomic_inc_return(&sdev->num_cq) > SROCE_MAX_CQ) {
+		ibdev_dbg(ibcq->device, "create_cq: the device already has %u CQs\n",
+			  SROCE_MAX_CQ);
 		err = -ENOMEM;
 		goto err_count;
 	}
 
 	spin_lock_init(&cq->lock);
-	err = sroce_cq_ring_init(&cq->q, attr->cqe);
+	err = sroce_cq_ring_init(ibcq->device, &cq->q, attr->cqe, "create_cq");
 	if (err)
 		goto err_count;
 	cq->is_user = !!ud;
@@ -82,9 +94,12 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	u32 cons, n, i;
 	int err;
 
-	if (udata && udata->outlen < sizeof(resp))
+	if (udata && udata->outlen < sizeof(resp)) {
+		ibdev_dbg(ibcq->device, "resize_cq: response buffer of %zu bytes < %zu (provider older than the module?)\n",
+			  udata->outlen, sizeof(resp));
 		return -EINVAL;
-	err = sroce_cq_ring_init(&nq, cqe);
+	}
+	err = sroce_cq_ring_init(ibcq->device, &nq, cqe, "resize_cq");
 	if (err)
 		return err;
 	if (udata) {
@@ -97,8 +112,16 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	cons = READ_ONCE(cq->q.hdr->consumer);
 	n = cq->q.kidx - cons;
 	if (n > cq->q.num_slots || n > nq.num_slots) {
+		u32 prod = cq->q.kidx, slots = cq->q.num_slots;
+
 		spin_unlock_irqrestore(&cq->lock, flags);
-		err = n > cq->q.num_slots ? -EIO : -EINVAL;
+		err = n > slots ? -EIO : -EINVAL;
+		if (err == -EIO)
+			ibdev_dbg(ibcq->device, "resize_cq: the consumer index %u in the ring is corrupt (producer %u, %u slots)\n",
+				  cons, prod, slots);
+		else
+			ibdev_dbg(ibcq->device, "resize_cq: %u completions not yet polled > %u, the new size\n",
+				  n, nq.num_slots);
 		goto err_free;
 	}
 	for (i = 0; i < n; i++)

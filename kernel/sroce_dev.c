@@ -82,8 +82,11 @@ static int sroce_query_device(struct ib_device *ibdev,
 {
 	struct sroce_dev *sdev = to_sdev(ibdev);
 
-	if (uhw && (uhw->inlen || uhw->outlen))
+	if (uhw && (uhw->inlen || uhw->outlen)) {
+		ibdev_dbg(ibdev, "query_device: %zu bytes in, %zu out of driver data, sroce has none\n",
+			  uhw->inlen, uhw->outlen);
 		return -EINVAL;
+	}
 	*attr = sdev->attr;
 	return 0;
 }
@@ -200,8 +203,11 @@ static int sroce_query_port(struct ib_device *ibdev, u32 port_num,
 static int sroce_port_immutable(struct ib_device *ibdev, u32 port_num,
 				struct ib_port_immutable *immutable)
 {
-	if (port_num != 1)
+	if (port_num != 1) {
+		ibdev_dbg(ibdev, "get_port_immutable: port %u, the device has port 1 only\n",
+			  port_num);
 		return -EINVAL;
+	}
 	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 	immutable->gid_tbl_len = SROCE_PORT_GID_TBL_LEN;
 	immutable->pkey_tbl_len = SROCE_PORT_PKEY_TBL_LEN;
@@ -218,8 +224,11 @@ static enum rdma_link_layer sroce_get_link_layer(struct ib_device *ibdev,
 static int sroce_query_pkey(struct ib_device *ibdev, u32 port_num, u16 index,
 			    u16 *pkey)
 {
-	if (index >= SROCE_PORT_PKEY_TBL_LEN)
+	if (index >= SROCE_PORT_PKEY_TBL_LEN) {
+		ibdev_dbg(ibdev, "query_pkey: index %u >= %u, the P_Key table's size\n",
+			  index, SROCE_PORT_PKEY_TBL_LEN);
 		return -EINVAL;
+	}
 	*pkey = SROCE_DEFAULT_PKEY;
 	return 0;
 }
@@ -229,10 +238,17 @@ static int sroce_modify_port(struct ib_device *ibdev, u32 port_num,
 {
 	/* Nothing in PortInfo is settable on an Ethernet port. */
 	if (mask & ~(IB_PORT_SHUTDOWN | IB_PORT_INIT_TYPE |
-		     IB_PORT_RESET_QKEY_CNTR))
+		     IB_PORT_RESET_QKEY_CNTR)) {
+		ibdev_dbg(ibdev, "modify_port: port %u: mask 0x%x not supported\n",
+			  port_num, mask & ~(IB_PORT_SHUTDOWN | IB_PORT_INIT_TYPE |
+					     IB_PORT_RESET_QKEY_CNTR));
 		return -EOPNOTSUPP;
-	if (mask & (IB_PORT_SHUTDOWN | IB_PORT_INIT_TYPE))
+	}
+	if (mask & (IB_PORT_SHUTDOWN | IB_PORT_INIT_TYPE)) {
+		ibdev_dbg(ibdev, "modify_port: port %u: mask 0x%x: shutting the port down and its init type are not supported\n",
+			  port_num, mask);
 		return -EOPNOTSUPP;
+	}
 	return 0;
 }
 
@@ -255,8 +271,11 @@ static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 		.max_recv_sge = SROCE_MAX_SGE,
 	};
 
-	if (udata->outlen < sizeof(resp))
+	if (udata->outlen < sizeof(resp)) {
+		ibdev_dbg(ibuc->device, "alloc_ucontext: response buffer of %zu bytes < %zu (provider older than the module?)\n",
+			  udata->outlen, sizeof(resp));
 		return -EINVAL;
+	}
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));
 }
 
@@ -281,6 +300,8 @@ static int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 
 	if (atomic_inc_return(&sdev->num_pd) > SROCE_MAX_PD) {
 		atomic_dec(&sdev->num_pd);
+		ibdev_dbg(ibpd->device, "alloc_pd: the device already has %u PDs\n",
+			  SROCE_MAX_PD);
 		return -ENOMEM;
 	}
 	return 0;

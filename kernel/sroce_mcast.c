@@ -36,6 +36,7 @@ struct sroce_mcg {
 static int sroce_mcast_ip(struct sroce_dev *sdev, const union ib_gid *mgid,
 			  bool join)
 {
+	const char *op = join ? "attach_mcast" : "detach_mcast";
 	union {
 		struct sockaddr_in in;
 		struct sockaddr_in6 in6;
@@ -46,8 +47,11 @@ static int sroce_mcast_ip(struct sroce_dev *sdev, const union ib_gid *mgid,
 	if (sa.in.sin_family == AF_INET) {
 		struct in_device *in_dev;
 
-		if (!ipv4_is_multicast(sa.in.sin_addr.s_addr))
+		if (!ipv4_is_multicast(sa.in.sin_addr.s_addr)) {
+			ibdev_dbg(&sdev->ib_dev, "%s: GID %pI6 is not an IPv4 multicast address\n",
+				  op, mgid->raw);
 			return -EINVAL;
+		}
 		rtnl_lock();
 		in_dev = __in_dev_get_rtnl(sdev->ndev);
 		if (!in_dev)
@@ -57,10 +61,16 @@ static int sroce_mcast_ip(struct sroce_dev *sdev, const union ib_gid *mgid,
 		else
 			ip_mc_dec_group(in_dev, sa.in.sin_addr.s_addr);
 		rtnl_unlock();
+		if (err)
+			ibdev_dbg(&sdev->ib_dev, "%s: %s has no IPv4 configuration\n",
+				  op, sdev->ndev->name);
 		return err;
 	}
-	if (!ipv6_addr_is_multicast(&sa.in6.sin6_addr))
+	if (!ipv6_addr_is_multicast(&sa.in6.sin6_addr)) {
+		ibdev_dbg(&sdev->ib_dev, "%s: GID %pI6 is not an IPv6 multicast address\n",
+			  op, mgid->raw);
 		return -EINVAL;
+	}
 	/* Like the IPv4 group list, the IPv6 one changes under RTNL only. */
 	rtnl_lock();
 	if (join)
@@ -68,6 +78,10 @@ static int sroce_mcast_ip(struct sroce_dev *sdev, const union ib_gid *mgid,
 	else
 		err = ipv6_dev_mc_dec(sdev->ndev, &sa.in6.sin6_addr);
 	rtnl_unlock();
+	if (err)
+		ibdev_dbg(&sdev->ib_dev, "%s: %s group %pI6 on %s failed: %d\n",
+			  op, join ? "joining" : "leaving", mgid->raw,
+			  sdev->ndev->name, err);
 	return err;
 }
 
@@ -92,12 +106,17 @@ int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 	int err = 0;
 	u32 i;
 
-	if (ibqp->qp_type != IB_QPT_UD)
+	if (ibqp->qp_type != IB_QPT_UD) {
+		ibdev_dbg(ibqp->device, "attach_mcast: QP %u is of type %d, only UD QPs join multicast groups\n",
+			  ibqp->qp_num, ibqp->qp_type);
 		return -EINVAL;
+	}
 	mutex_lock(&sdev->mcg_lock);
 	mcg = sroce_mcg_find(sdev, gid);
 	if (!mcg) {
 		if (sdev->num_mcg >= SROCE_MAX_MCAST_GRP) {
+			ibdev_dbg(ibqp->device, "attach_mcast: the device already has %u multicast groups\n",
+				  SROCE_MAX_MCAST_GRP);
 			err = -ENOMEM;
 			goto out;
 		}
@@ -119,6 +138,8 @@ int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 		if (mcg->qp[i] == qp)
 			goto out;	/* already attached */
 	if (mcg->nqp >= SROCE_MAX_MCAST_QP_ATTACH) {
+		ibdev_dbg(ibqp->device, "attach_mcast: group %pI6 already has %u QPs\n",
+			  gid->raw, SROCE_MAX_MCAST_QP_ATTACH);
 		err = -ENOMEM;
 		goto out;
 	}
@@ -164,6 +185,9 @@ int sroce_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 	if (mcg && sroce_mcg_remove(sdev, mcg, to_sqp(ibqp)))
 		err = 0;
 	mutex_unlock(&sdev->mcg_lock);
+	if (err)
+		ibdev_dbg(ibqp->device, "detach_mcast: QP %u is not attached to group %pI6\n",
+			  ibqp->qp_num, gid->raw);
 	return err;
 }
 

@@ -47,6 +47,9 @@ int sroce_mr_add(struct sroce_dev *sdev, struct sroce_mr *mr)
 		lockdep_set_class(&mr->lock, &sroce_mw_lock_key);
 	err = xa_alloc_cyclic(&sdev->mr_xa, &index, mr,
 			      XA_LIMIT(1, SROCE_MAX_MR), &sdev->mr_next, GFP_KERNEL);
+	if (err == -EBUSY)
+		ibdev_dbg(&sdev->ib_dev, "mr_add: the device already has %u MRs and memory windows\n",
+			  SROCE_MAX_MR);
 	if (err < 0)
 		return err == -EBUSY ? -ENOMEM : err;
 	key = get_random_u8();
@@ -374,8 +377,11 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *pd, int access)
 	struct sroce_mr *mr;
 	int err;
 
-	if (access & ~SROCE_MR_ACCESS_SUPPORTED)
+	if (access & ~SROCE_MR_ACCESS_SUPPORTED) {
+		ibdev_dbg(pd->device, "get_dma_mr: access flags 0x%x not supported\n",
+			  access & ~SROCE_MR_ACCESS_SUPPORTED);
 		return ERR_PTR(-EOPNOTSUPP);
+	}
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
@@ -399,10 +405,16 @@ struct ib_mr *sroce_alloc_mr(struct ib_pd *pd, enum ib_mr_type type,
 	struct sroce_mr *mr;
 	int err;
 
-	if (type != IB_MR_TYPE_MEM_REG)
+	if (type != IB_MR_TYPE_MEM_REG) {
+		ibdev_dbg(pd->device, "alloc_mr: MR type %d not supported, only IB_MR_TYPE_MEM_REG\n",
+			  type);
 		return ERR_PTR(-EINVAL);
-	if (!max_num_sg || max_num_sg > SROCE_MAX_FAST_REG_PAGES)
+	}
+	if (!max_num_sg || max_num_sg > SROCE_MAX_FAST_REG_PAGES) {
+		ibdev_dbg(pd->device, "alloc_mr: max_num_sg %u not in [1, %u]\n",
+			  max_num_sg, SROCE_MAX_FAST_REG_PAGES);
 		return ERR_PTR(-EINVAL);
+	}
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
@@ -443,8 +455,11 @@ int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	struct sroce_mr *mr = to_smr(ibmr);
 
 	/* The page size is the caller's (ib_map_mr_sg sets it first). */
-	if (!is_power_of_2(ibmr->page_size) || ibmr->page_size < SZ_4K)
+	if (!is_power_of_2(ibmr->page_size) || ibmr->page_size < SZ_4K) {
+		ibdev_dbg(ibmr->device, "map_mr_sg: page size %u is not a power of 2 of at least 4096\n",
+			  ibmr->page_size);
 		return -EINVAL;
+	}
 	mr->fpage_shift = ilog2(ibmr->page_size);
 	mr->nfpages = 0;
 	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset,
@@ -457,11 +472,18 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 	size_t n = ib_umem_num_pages(mr->umem);
 	u32 i = 0;
 
-	if (n > U32_MAX)
+	if (n > U32_MAX) {
+		ibdev_dbg(mr->ibmr.pd->device, "reg_user_mr: %zu pages > %u\n",
+			  n, U32_MAX);
 		return -EINVAL;
+	}
 	mr->pages = kvmalloc_array(n, sizeof(*mr->pages), SROCE_GFP_USER);
-	if (!mr->pages)
+	if (!mr->pages) {
+		/* __GFP_NOWARN: nothing else says why (a memory cgroup limit?). */
+		ibdev_dbg(mr->ibmr.pd->device, "reg_user_mr: cannot allocate the list of %zu pages (charged to the caller's memory cgroup)\n",
+			  n);
 		return -ENOMEM;
+	}
 	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &piter, 0) {
 		if (WARN_ON_ONCE(i >= n))
 			break;
@@ -478,13 +500,22 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 	struct sroce_mr *mr;
 	int err;
 
-	if (access & ~SROCE_MR_ACCESS_SUPPORTED)
+	if (access & ~SROCE_MR_ACCESS_SUPPORTED) {
+		ibdev_dbg(pd->device, "reg_user_mr: access flags 0x%x not supported\n",
+			  access & ~SROCE_MR_ACCESS_SUPPORTED);
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!length || length > SROCE_MAX_MR_SIZE)
+	}
+	if (!length || length > SROCE_MAX_MR_SIZE) {
+		ibdev_dbg(pd->device, "reg_user_mr: length %llu not in [1, %llu]\n",
+			  length, SROCE_MAX_MR_SIZE);
 		return ERR_PTR(-EINVAL);
+	}
 	/* Same page offset, or the page arithmetic below would be wrong. */
-	if ((start ^ iova) & ~PAGE_MASK)
+	if ((start ^ iova) & ~PAGE_MASK) {
+		ibdev_dbg(pd->device, "reg_user_mr: start 0x%llx and iova 0x%llx have different offsets in their page\n",
+			  start, iova);
 		return ERR_PTR(-EINVAL);
+	}
 
 	mr = kzalloc(sizeof(*mr), SROCE_GFP_USER);
 	if (!mr)
@@ -492,6 +523,9 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 	mr->umem = ib_umem_get_va(pd->device, start, length, access);
 	if (IS_ERR(mr->umem)) {
 		err = PTR_ERR(mr->umem);
+		/* -ENOMEM here is often RLIMIT_MEMLOCK (ulimit -l). */
+		ibdev_dbg(pd->device, "reg_user_mr: pinning %llu bytes at 0x%llx failed: %d\n",
+			  length, start, err);
 		goto err_free;
 	}
 	mr->type = SROCE_MR_USER;
@@ -537,17 +571,27 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	struct ib_mr *new_mr;
 	unsigned long irqf;
 
-	if (mr->type != SROCE_MR_USER)
+	if (mr->type != SROCE_MR_USER) {
+		ibdev_dbg(ibmr->device, "rereg_user_mr: MR 0x%x is not a user MR\n",
+			  ibmr->lkey);
 		return ERR_PTR(-EINVAL);
+	}
 	if ((flags & IB_MR_REREG_ACCESS) &&
-	    (access & ~SROCE_MR_ACCESS_SUPPORTED))
+	    (access & ~SROCE_MR_ACCESS_SUPPORTED)) {
+		ibdev_dbg(ibmr->device, "rereg_user_mr: access flags 0x%x not supported\n",
+			  access & ~SROCE_MR_ACCESS_SUPPORTED);
 		return ERR_PTR(-EOPNOTSUPP);
+	}
 	if (!(flags & IB_MR_REREG_ACCESS))
 		access = mr->access;
 
 	spin_lock_irqsave(&mr->lock, irqf);
 	if (mr->num_mw) {
+		u32 num_mw = mr->num_mw;
+
 		spin_unlock_irqrestore(&mr->lock, irqf);
+		ibdev_dbg(ibmr->device, "rereg_user_mr: MR 0x%x has %u memory windows bound to it\n",
+			  ibmr->lkey, num_mw);
 		return ERR_PTR(-EBUSY);
 	}
 	/*
@@ -590,7 +634,11 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	/* IBTA: an MR with windows bound to it cannot be deregistered. */
 	spin_lock_irqsave(&mr->lock, flags);
 	if (mr->num_mw) {
+		u32 num_mw = mr->num_mw;
+
 		spin_unlock_irqrestore(&mr->lock, flags);
+		ibdev_dbg(ibmr->device, "dereg_mr: MR 0x%x has %u memory windows bound to it\n",
+			  ibmr->lkey, num_mw);
 		return -EBUSY;
 	}
 	mr->dead = true;

@@ -33,8 +33,11 @@ int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	struct sroce_mr *ent;
 	int err;
 
-	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
+	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2) {
+		ibdev_dbg(ibmw->device, "alloc_mw: window type %d not supported\n",
+			  ibmw->type);
 		return -EINVAL;
+	}
 	ent = kzalloc(sizeof(*ent), SROCE_GFP_USER);
 	if (!ent)
 		return -ENOMEM;

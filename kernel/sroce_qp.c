@@ -57,17 +57,37 @@ static u32 sroce_rq_slot_size(u32 max_sge)
 	       max_sge * sizeof(struct sroce_sge);
 }
 
-static int sroce_qp_check_cap(struct ib_qp_init_attr *init,
+static int sroce_qp_check_cap(struct ib_device *ibdev,
+			      struct ib_qp_init_attr *init,
 			      struct ib_udata *udata)
 {
 	struct ib_qp_cap *cap = &init->cap;
 
-	if (cap->max_send_wr > SROCE_MAX_QP_WR ||
-	    cap->max_recv_wr > SROCE_MAX_QP_WR ||
-	    cap->max_send_sge > SROCE_MAX_SGE ||
-	    cap->max_recv_sge > SROCE_MAX_SGE ||
-	    cap->max_inline_data > SROCE_MAX_INLINE_DATA)
+	if (cap->max_send_wr > SROCE_MAX_QP_WR) {
+		ibdev_dbg(ibdev, "create_qp: max_send_wr %u > %u\n",
+			  cap->max_send_wr, SROCE_MAX_QP_WR);
 		return -EINVAL;
+	}
+	if (cap->max_recv_wr > SROCE_MAX_QP_WR) {
+		ibdev_dbg(ibdev, "create_qp: max_recv_wr %u > %u\n",
+			  cap->max_recv_wr, SROCE_MAX_QP_WR);
+		return -EINVAL;
+	}
+	if (cap->max_send_sge > SROCE_MAX_SGE) {
+		ibdev_dbg(ibdev, "create_qp: max_send_sge %u > %u\n",
+			  cap->max_send_sge, SROCE_MAX_SGE);
+		return -EINVAL;
+	}
+	if (cap->max_recv_sge > SROCE_MAX_SGE) {
+		ibdev_dbg(ibdev, "create_qp: max_recv_sge %u > %u\n",
+			  cap->max_recv_sge, SROCE_MAX_SGE);
+		return -EINVAL;
+	}
+	if (cap->max_inline_data > SROCE_MAX_INLINE_DATA) {
+		ibdev_dbg(ibdev, "create_qp: max_inline_data %u > %u\n",
+			  cap->max_inline_data, SROCE_MAX_INLINE_DATA);
+		return -EINVAL;
+	}
 	switch (init->qp_type) {
 	case IB_QPT_RC:
 	case IB_QPT_UC:
@@ -76,19 +96,31 @@ static int sroce_qp_check_cap(struct ib_qp_init_attr *init,
 		break;
 	case IB_QPT_XRC_TGT:
 		/* The core creates it for the XRC domain, never with udata. */
-		if (udata || !init->xrcd)
+		if (udata || !init->xrcd) {
+			ibdev_dbg(ibdev, "create_qp: an XRC target QP needs an XRC domain and no user data (xrcd %s, udata %s)\n",
+				  init->xrcd ? "set" : "missing",
+				  udata ? "given" : "none");
 			return -EINVAL;
+		}
 		break;
 	case IB_QPT_GSI:
 		/* QP1 of port 1, for the kernel's MAD layer only. */
-		if (udata || init->port_num != 1)
+		if (udata || init->port_num != 1) {
+			ibdev_dbg(ibdev, "create_qp: the GSI QP is the kernel's, on port 1 (port %u, udata %s)\n",
+				  init->port_num, udata ? "given" : "none");
 			return -EINVAL;
+		}
 		break;
 	default:
+		ibdev_dbg(ibdev, "create_qp: QP type %d not supported\n",
+			  init->qp_type);
 		return -EOPNOTSUPP;
 	}
-	if (init->create_flags)
+	if (init->create_flags) {
+		ibdev_dbg(ibdev, "create_qp: create_flags 0x%x not supported\n",
+			  init->create_flags);
 		return -EOPNOTSUPP;
+	}
 	return 0;
 }
 
@@ -98,7 +130,8 @@ static int sroce_qp_init_sq(struct sroce_qp *qp, struct ib_qp_init_attr *init)
 	bool ud = init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI;
 	int err;
 
-	err = sroce_queue_init(&qp->sq, max_t(u32, init->cap.max_send_wr, 1),
+	err = sroce_queue_init(&qp->sdev->ib_dev, &qp->sq,
+			       max_t(u32, init->cap.max_send_wr, 1),
 			       sroce_sq_slot_size(qp->max_send_sge,
 						  qp->max_inline));
 	if (err)
@@ -110,8 +143,12 @@ static int sroce_qp_init_sq(struct sroce_qp *qp, struct ib_qp_init_attr *init)
 	if (ud)
 		qp->ud_dest = kvcalloc(qp->sq.num_slots, sizeof(*qp->ud_dest),
 				       SROCE_GFP_USER);
-	if (!qp->sq_shadow || !qp->wst || (ud && !qp->ud_dest))
+	if (!qp->sq_shadow || !qp->wst || (ud && !qp->ud_dest)) {
+		/* __GFP_NOWARN: nothing else says why (a memory cgroup limit?). */
+		ibdev_dbg(&qp->sdev->ib_dev, "create_qp: cannot allocate the kernel's state for %u send queue slots (charged to the caller's memory cgroup)\n",
+			  qp->sq.num_slots);
 		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -232,7 +269,8 @@ static int sroce_qp_alloc_queues(struct sroce_qp *qp,
 		qp->max_recv_sge = qp->srq ? qp->srq->max_sge :
 				   SROCE_MAX_SRQ_SGE;
 	}
-	err = sroce_queue_init(&qp->rq, max_t(u32, cap->max_recv_wr, 1),
+	err = sroce_queue_init(&qp->sdev->ib_dev, &qp->rq,
+			       max_t(u32, cap->max_recv_wr, 1),
 			       sroce_rq_slot_size(qp->max_recv_sge));
 	if (err)
 		return err;
@@ -260,11 +298,17 @@ static int sroce_qp_alloc_qpn(struct sroce_dev *sdev, enum ib_qp_type type,
 
 	if (type == IB_QPT_GSI) {
 		*qpn = 1;
-		return xa_insert(&sdev->qp_xa, *qpn, NULL, GFP_KERNEL);
+		err = xa_insert(&sdev->qp_xa, *qpn, NULL, GFP_KERNEL);
+		if (err == -EBUSY)
+			ibdev_dbg(&sdev->ib_dev, "create_qp: the GSI QP (QP1) already exists\n");
+		return err;
 	}
 	err = xa_alloc_cyclic(&sdev->qp_xa, qpn, NULL,
 			      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MAX),
 			      &sdev->qp_next, GFP_KERNEL);
+	if (err == -EBUSY)
+		ibdev_dbg(&sdev->ib_dev, "create_qp: no free QP number in [%u, %u]\n",
+			  SROCE_QPN_MIN, SROCE_QPN_MAX);
 	return err < 0 ? err : 0;
 }
 
@@ -277,12 +321,17 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	u32 qpn;
 	int err;
 
-	err = sroce_qp_check_cap(init, udata);
+	err = sroce_qp_check_cap(&sdev->ib_dev, init, udata);
 	if (err)
 		return err;
-	if (udata && udata->outlen < sizeof(resp))
+	if (udata && udata->outlen < sizeof(resp)) {
+		ibdev_dbg(&sdev->ib_dev, "create_qp: response buffer of %zu bytes < %zu (provider older than the module?)\n",
+			  udata->outlen, sizeof(resp));
 		return -EINVAL;
+	}
 	if (atomic_inc_return(&sdev->num_qp) > SROCE_MAX_QP) {
+		ibdev_dbg(&sdev->ib_dev, "create_qp: the device already has %u QPs\n",
+			  SROCE_MAX_QP);
 		err = -ENOMEM;
 		goto err_count;
 	}
@@ -331,7 +380,7 @@ err_count:
 static int sroce_qp_set_av(struct sroce_qp *qp, struct rdma_ah_attr *ah)
 {
 	struct sroce_path path;
-	int err = sroce_path_from_ah_attr(&path, ah);
+	int err = sroce_path_from_ah_attr(qp->ibqp.device, &path, ah);
 
 	if (err)
 		return err;
@@ -355,39 +404,82 @@ static void sroce_qp_set_sport(struct sroce_qp *qp)
 static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 			       int mask)
 {
-	if ((mask & IB_QP_PORT) && attr->port_num != 1)
+	struct ib_device *ibdev = qp->ibqp.device;
+	u32 qpn = qp->ibqp.qp_num;
+
+	if ((mask & IB_QP_PORT) && attr->port_num != 1) {
+		ibdev_dbg(ibdev, "modify_qp: QP %u: port_num %u, the device has port 1 only\n",
+			  qpn, attr->port_num);
 		return -EINVAL;
-	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index)
+	}
+	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index) {
+		ibdev_dbg(ibdev, "modify_qp: QP %u: pkey_index %u, the P_Key table has one entry (index 0)\n",
+			  qpn, attr->pkey_index);
 		return -EINVAL;
+	}
 	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
-	    attr->max_rd_atomic > SROCE_MAX_QP_RD_ATOM)
+	    attr->max_rd_atomic > SROCE_MAX_QP_RD_ATOM) {
+		ibdev_dbg(ibdev, "modify_qp: QP %u: max_rd_atomic %u > %u\n",
+			  qpn, attr->max_rd_atomic, SROCE_MAX_QP_RD_ATOM);
 		return -EINVAL;
+	}
 	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
-	    attr->max_dest_rd_atomic > SROCE_MAX_QP_RD_ATOM)
+	    attr->max_dest_rd_atomic > SROCE_MAX_QP_RD_ATOM) {
+		ibdev_dbg(ibdev, "modify_qp: QP %u: max_dest_rd_atomic %u > %u\n",
+			  qpn, attr->max_dest_rd_atomic, SROCE_MAX_QP_RD_ATOM);
 		return -EINVAL;
+	}
 	if ((mask & IB_QP_PATH_MTU) &&
-	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096)) {
+		ibdev_dbg(ibdev, "modify_qp: QP %u: path_mtu %d is not an IB MTU (%d to %d)\n",
+			  qpn, attr->path_mtu, IB_MTU_256, IB_MTU_4096);
 		return -EINVAL;
+	}
 	/*
 	 * sroce sends with DF set: a path MTU the netdev cannot carry would
 	 * drop every full-size packet until the retry limit.
 	 */
-	if ((mask & IB_QP_PATH_MTU) &&
-	    ib_mtu_enum_to_int(attr->path_mtu) >
-	    sroce_ib_mtu_bytes(sroce_ib_mtu_for_netdev(READ_ONCE(qp->sdev->ndev->mtu))))
+	if (mask & IB_QP_PATH_MTU) {
+		unsigned int ndev_mtu = READ_ONCE(qp->sdev->ndev->mtu);
+		u32 max = sroce_ib_mtu_bytes(sroce_ib_mtu_for_netdev(ndev_mtu));
+
+		if (ib_mtu_enum_to_int(attr->path_mtu) > max) {
+			ibdev_dbg(ibdev, "modify_qp: QP %u: path MTU %d bytes > %u, the largest %s (MTU %u) carries\n",
+				  qpn, ib_mtu_enum_to_int(attr->path_mtu), max,
+				  qp->sdev->ndev->name, ndev_mtu);
+			return -EINVAL;
+		}
+	}
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31) {
+		ibdev_dbg(ibdev, "modify_qp: QP %u: timeout %u > 31\n",
+			  qpn, attr->timeout);
 		return -EINVAL;
-	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+	}
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7) {
+		ibdev_dbg(ibdev, "modify_qp: QP %u: retry_cnt %u > 7\n",
+			  qpn, attr->retry_cnt);
 		return -EINVAL;
-	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+	}
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7) {
+		ibdev_dbg(ibdev, "modify_qp: QP %u: rnr_retry %u > 7\n",
+			  qpn, attr->rnr_retry);
 		return -EINVAL;
-	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+	}
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31) {
+		ibdev_dbg(ibdev, "modify_qp: QP %u: min_rnr_timer %u > 31\n",
+			  qpn, attr->min_rnr_timer);
 		return -EINVAL;
-	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
-		return -EINVAL;
-	if (mask & IB_QP_CAP)
+	}
+	if (mask & IB_QP_CAP) {
+		ibdev_dbg(ibdev, "modify_qp: QP %u: resizing a QP (IB_QP_CAP) is not supported\n",
+			  qpn);
 		return -EOPNOTSUPP;
-	if (mask & IB_QP_ALT_PATH)
+	}
+	if (mask & IB_QP_ALT_PATH) {
+		ibdev_dbg(ibdev, "modify_qp: QP %u: alternate paths (IB_QP_ALT_PATH) are not supported\n",
+			  qpn);
 		return -EOPNOTSUPP;
+	}
 	return 0;
 }
 
@@ -488,7 +580,11 @@ static int sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 	 */
 	if (qp->state != cur && next != IB_QPS_RESET &&
 	    next != IB_QPS_ERR) {
+		enum ib_qp_state now = qp->state;
+
 		spin_unlock_bh(&qp->state_lock);
+		ibdev_dbg(qp->ibqp.device, "modify_qp: QP %u: the data path moved it from state %d to %d meanwhile; only RESET or ERR leave that, not %d\n",
+			  qp->ibqp.qp_num, cur, now, next);
 		return -EINVAL;
 	}
 	/* What follows depends on the state really left. */
@@ -521,12 +617,18 @@ static int sroce_modify_qp_locked(struct sroce_qp *qp, struct ib_qp_attr *attr,
 	 * IB_QP_CUR_STATE is an assertion, not a fact: the transition is
 	 * checked against the state the QP is really in.
 	 */
-	if ((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != cur)
+	if ((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != cur) {
+		ibdev_dbg(qp->ibqp.device, "modify_qp: QP %u: cur_qp_state %d, but the QP is in state %d\n",
+			  qp->ibqp.qp_num, attr->cur_qp_state, cur);
 		return -EINVAL;
+	}
 	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
 
-	if (!ib_modify_qp_is_ok(cur, next, qp->ibqp.qp_type, mask))
+	if (!ib_modify_qp_is_ok(cur, next, qp->ibqp.qp_type, mask)) {
+		ibdev_dbg(qp->ibqp.device, "modify_qp: QP %u (type %d): state %d -> %d with attr_mask 0x%x not a valid transition, or attributes missing or not allowed in it\n",
+			  qp->ibqp.qp_num, qp->ibqp.qp_type, cur, next, mask);
 		return -EINVAL;
+	}
 	err = sroce_qp_check_attr(qp, attr, mask);
 	if (err)
 		return err;
@@ -563,8 +665,11 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	struct sroce_qp *qp = to_sqp(ibqp);
 	int err;
 
-	if (udata && udata->inlen)
+	if (udata && udata->inlen) {
+		ibdev_dbg(ibqp->device, "modify_qp: QP %u: %zu bytes of driver data, sroce takes none\n",
+			  ibqp->qp_num, udata->inlen);
 		return -EOPNOTSUPP;
+	}
 	/* The core holds only a read lock on the QP: one modify at a time. */
 	mutex_lock(&qp->modify_lock);
 	err = sroce_modify_qp_locked(qp, attr, mask);

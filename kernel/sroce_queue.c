@@ -16,6 +16,7 @@
 
 /**
  * sroce_queue_init - allocate a ring of at least @min_slots slots
+ * @ibdev: the device, for the debug messages
  * @q: the ring
  * @min_slots: entries the caller must be able to hold
  * @slot_size: bytes per slot, rounded up to a power of two
@@ -23,25 +24,37 @@
  * A ring of N slots holds N entries: indices are free running, so full and
  * empty are told apart by their difference, not by a spare slot.
  */
-int sroce_queue_init(struct sroce_queue *q, u32 min_slots, u32 slot_size)
+int sroce_queue_init(struct ib_device *ibdev, struct sroce_queue *q,
+		     u32 min_slots, u32 slot_size)
 {
 	u64 bytes;
 
 	memset(q, 0, sizeof(*q));
 	if (!min_slots || !slot_size || min_slots > (1U << 24) ||
-	    slot_size > (1U << 16))
+	    slot_size > (1U << 16)) {
+		ibdev_dbg(ibdev, "ring: %u slots of %u bytes: need 1 to %u slots of 1 to %u bytes\n",
+			  min_slots, slot_size, 1U << 24, 1U << 16);
 		return -EINVAL;
+	}
 	q->num_slots = roundup_pow_of_two(min_slots);
 	q->slot_shift = order_base_2(slot_size);
 	bytes = SROCE_QUEUE_DATA_OFFSET +
 		((u64)q->num_slots << q->slot_shift);
-	if (bytes > SROCE_QUEUE_MAX_BYTES)
+	if (bytes > SROCE_QUEUE_MAX_BYTES) {
+		ibdev_dbg(ibdev, "ring: %u slots of %u bytes: %llu bytes > %u\n",
+			  q->num_slots, 1U << q->slot_shift, bytes,
+			  SROCE_QUEUE_MAX_BYTES);
 		return -ENOMEM;
+	}
 	q->size = PAGE_ALIGN(bytes);
 	/* Charged to the caller's memory cgroup (see SROCE_GFP_USER). */
 	q->hdr = __vmalloc(q->size, SROCE_GFP_USER | __GFP_ZERO);
-	if (!q->hdr)
+	if (!q->hdr) {
+		/* __GFP_NOWARN: nothing else says why (a memory cgroup limit?). */
+		ibdev_dbg(ibdev, "ring: cannot allocate %zu bytes (charged to the caller's memory cgroup)\n",
+			  q->size);
 		return -ENOMEM;
+	}
 	q->slots = (u8 *)q->hdr + SROCE_QUEUE_DATA_OFFSET;
 	q->hdr->slot_shift = q->slot_shift;
 	q->hdr->num_slots = q->num_slots;
@@ -84,6 +97,8 @@ int sroce_queue_map(struct sroce_queue *q, struct ib_ucontext *uctx,
 	e->size = q->size;
 	err = rdma_user_mmap_entry_insert(uctx, &e->rdma, q->size);
 	if (err) {
+		ibdev_dbg(uctx->device, "ring: no mmap offset for %zu bytes: %d\n",
+			  q->size, err);
 		kfree(e);
 		return err;
 	}
@@ -102,14 +117,23 @@ int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	int err = 0;
 
 	/* A private mapping would silently detach the process from the ring. */
-	if (!(vma->vm_flags & VM_SHARED))
+	if (!(vma->vm_flags & VM_SHARED)) {
+		ibdev_dbg(uctx->device, "mmap: offset 0x%lx: a ring must be mapped MAP_SHARED\n",
+			  vma->vm_pgoff << PAGE_SHIFT);
 		return -EINVAL;
+	}
 	re = rdma_user_mmap_entry_get(uctx, vma);
-	if (!re)
+	if (!re) {
+		ibdev_dbg(uctx->device, "mmap: no ring at offset 0x%lx with length %lu\n",
+			  vma->vm_pgoff << PAGE_SHIFT,
+			  vma->vm_end - vma->vm_start);
 		return -EINVAL;
+	}
 	e = container_of(re, struct sroce_mmap_entry, rdma);
 	/* The core matched the length to the entry's; checked again anyway. */
 	if (vma->vm_end - vma->vm_start > e->size) {
+		ibdev_dbg(uctx->device, "mmap: length %lu > ring size %zu\n",
+			  vma->vm_end - vma->vm_start, e->size);
 		err = -EINVAL;
 		goto out;
 	}
@@ -120,8 +144,11 @@ int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	for (off = 0; off < vma->vm_end - vma->vm_start; off += PAGE_SIZE) {
 		err = vm_insert_page(vma, vma->vm_start + off,
 				     vmalloc_to_page((u8 *)e->addr + off));
-		if (err)
+		if (err) {
+			ibdev_dbg(uctx->device, "mmap: inserting page %lu of the ring failed: %d\n",
+				  off >> PAGE_SHIFT, err);
 			goto out;
+		}
 	}
 	sroce_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 out:

@@ -38,7 +38,8 @@ struct sroce_queue {
 	struct sroce_mmap_entry *mentry;	/* NULL when not mapped */
 };
 
-int sroce_queue_init(struct sroce_queue *q, u32 min_slots, u32 slot_size);
+int sroce_queue_init(struct ib_device *ibdev, struct sroce_queue *q,
+		     u32 min_slots, u32 slot_size);
 void sroce_queue_cleanup(struct sroce_queue *q);
 int sroce_queue_map(struct sroce_queue *q, struct ib_ucontext *uctx,
 		    struct sroce_mmap_info *mi);

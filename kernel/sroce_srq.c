@@ -104,16 +104,35 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 
 	bool xrc = init->srq_type == IB_SRQT_XRC;
 
-	if (init->srq_type != IB_SRQT_BASIC && !xrc)
+	if (init->srq_type != IB_SRQT_BASIC && !xrc) {
+		ibdev_dbg(ibsrq->device, "create_srq: SRQ type %d not supported\n",
+			  init->srq_type);
 		return -EOPNOTSUPP;
-	if (xrc && (!init->ext.cq || !init->ext.xrc.xrcd))
+	}
+	if (xrc && (!init->ext.cq || !init->ext.xrc.xrcd)) {
+		ibdev_dbg(ibsrq->device, "create_srq: an XRC SRQ needs a CQ and an XRC domain (cq %s, xrcd %s)\n",
+			  init->ext.cq ? "set" : "missing",
+			  init->ext.xrc.xrcd ? "set" : "missing");
 		return -EINVAL;
-	if (!attr->max_wr || attr->max_wr > SROCE_MAX_SRQ_WR ||
-	    attr->max_sge > SROCE_MAX_SRQ_SGE)
+	}
+	if (!attr->max_wr || attr->max_wr > SROCE_MAX_SRQ_WR) {
+		ibdev_dbg(ibsrq->device, "create_srq: max_wr %u not in [1, %u]\n",
+			  attr->max_wr, SROCE_MAX_SRQ_WR);
 		return -EINVAL;
-	if (udata && udata->outlen < sizeof(resp))
+	}
+	if (attr->max_sge > SROCE_MAX_SRQ_SGE) {
+		ibdev_dbg(ibsrq->device, "create_srq: max_sge %u > %u\n",
+			  attr->max_sge, SROCE_MAX_SRQ_SGE);
 		return -EINVAL;
+	}
+	if (udata && udata->outlen < sizeof(resp)) {
+		ibdev_dbg(ibsrq->device, "create_srq: response buffer of %zu bytes < %zu (provider older than the module?)\n",
+			  udata->outlen, sizeof(resp));
+		return -EINVAL;
+	}
 	if (atomic_inc_return(&sdev->num_srq) > SROCE_MAX_SRQ) {
+		ibdev_dbg(ibsrq->device, "create_srq: the device already has %u SRQs\n",
+			  SROCE_MAX_SRQ);
 		err = -ENOMEM;
 		goto err_count;
 	}
@@ -123,7 +142,7 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	init_completion(&srq->released);
 	srq->max_sge = max_t(u32, attr->max_sge, 1);
 	srq->is_user = !!udata;
-	err = sroce_queue_init(&srq->q, attr->max_wr,
+	err = sroce_queue_init(ibsrq->device, &srq->q, attr->max_wr,
 			       sroce_srq_slot_size(srq->max_sge));
 	if (err)
 		goto err_count;
@@ -137,6 +156,8 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		err = xa_alloc_cyclic(&sdev->srq_xa, &srq->srqn, NULL,
 				      XA_LIMIT(1, SROCE_QPN_MASK),
 				      &sdev->srq_next, GFP_KERNEL);
+		if (err == -EBUSY)
+			ibdev_dbg(ibsrq->device, "create_srq: no free XRC SRQ number\n");
 		if (err < 0)
 			goto err_queue;
 		ibsrq->ext.xrc.srq_num = srq->srqn;
@@ -168,6 +189,7 @@ err_count:
 static int sroce_srq_resize(struct sroce_srq *srq, u32 max_wr,
 			    struct ib_udata *udata)
 {
+	struct ib_device *ibdev = srq->ibsrq.device;
 	struct sroce_modify_srq_cmd cmd = {};
 	struct sroce_mmap_info mi = {};
 	struct sroce_queue nq;
@@ -175,17 +197,23 @@ static int sroce_srq_resize(struct sroce_srq *srq, u32 max_wr,
 	u32 i, n, slot;
 	int err;
 
-	if (!max_wr || max_wr > SROCE_MAX_SRQ_WR)
+	if (!max_wr || max_wr > SROCE_MAX_SRQ_WR) {
+		ibdev_dbg(ibdev, "modify_srq: max_wr %u not in [1, %u]\n",
+			  max_wr, SROCE_MAX_SRQ_WR);
 		return -EINVAL;
+	}
 	if (udata) {
 		err = ib_copy_from_udata(&cmd, udata,
 					 min(udata->inlen, sizeof(cmd)));
 		if (err)
 			return err;
-		if (!cmd.mi_addr)
+		if (!cmd.mi_addr) {
+			ibdev_dbg(ibdev, "modify_srq: resizing a user SRQ needs the address for the new ring's mmap info (provider older than the module?)\n");
 			return -EINVAL;
+		}
 	}
-	err = sroce_queue_init(&nq, max_wr, sroce_queue_slot_size(&srq->q));
+	err = sroce_queue_init(ibdev, &nq, max_wr,
+			       sroce_queue_slot_size(&srq->q));
 	if (err)
 		return err;
 	if (udata) {
@@ -212,6 +240,11 @@ static int sroce_srq_resize(struct sroce_srq *srq, u32 max_wr,
 		spin_unlock(&srq->lock);
 		spin_unlock_irqrestore(&srq->post_lock, flags);
 		err = (int)n < 0 ? -EIO : -EINVAL;
+		if (err == -EIO)
+			ibdev_dbg(ibdev, "modify_srq: the producer index in the ring is corrupt\n");
+		else
+			ibdev_dbg(ibdev, "modify_srq: %u WQEs posted > max_wr %u, the new size\n",
+				  n, nq.num_slots);
 		goto out;
 	}
 	slot = sroce_queue_slot_size(&srq->q);
@@ -236,16 +269,22 @@ int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	unsigned long flags;
 	int err;
 
-	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
+	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT)) {
+		ibdev_dbg(ibsrq->device, "modify_srq: attr_mask 0x%x: only IB_SRQ_MAX_WR and IB_SRQ_LIMIT can change\n",
+			  mask);
 		return -EINVAL;
+	}
 	if (mask & IB_SRQ_MAX_WR) {
 		err = sroce_srq_resize(srq, attr->max_wr, udata);
 		if (err)
 			return err;
 	}
 	if (mask & IB_SRQ_LIMIT) {
-		if (attr->srq_limit > srq->q.num_slots)
+		if (attr->srq_limit > srq->q.num_slots) {
+			ibdev_dbg(ibsrq->device, "modify_srq: srq_limit %u > %u, the SRQ's size\n",
+				  attr->srq_limit, srq->q.num_slots);
 			return -EINVAL;
+		}
 		spin_lock_irqsave(&srq->lock, flags);
 		srq->limit = attr->srq_limit;
 		spin_unlock_irqrestore(&srq->lock, flags);

@@ -10,6 +10,8 @@
 #   name of an existing sroce device      EEXIST "an RDMA device named X already exists"
 #   name of an existing rxe device        EEXIST (same message)
 #   second device on the same netdev      EEXIST "already has sroce device"
+# and a verb the module refuses (a CQ over max_cqe) says why in a debug
+# message once dynamic debug is on for sroce, and nothing while it is off.
 export SR_TAG=bi # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -98,6 +100,36 @@ if sr_rxe_use; then
 	check rdma link delete "${SR_ID}rxe"
 else
 	subtest_skip "name of an rxe device: EEXIST" "rdma_rxe cannot be loaded"
+fi
+
+# The control path's refusals are debug messages (ibdev_dbg): a verb that
+# fails says why once dynamic debug is on for the module, and nothing while
+# it is off (Documentation/troubleshooting.rst, "A verb fails with a bare
+# error"). ibv_rc_pingpong -r 70000 asks for a CQ of 70001 entries, more
+# than the device's max_cqe (65535): create_cq refuses it.
+ddc=/sys/kernel/debug/dynamic_debug/control
+if [[ ! -w $ddc ]]; then
+	subtest_skip "a refused verb: its reason with dynamic debug on, nothing off" "no $ddc (CONFIG_DYNAMIC_DEBUG)"
+elif ! sr_have_provider; then
+	subtest_skip "a refused verb: its reason with dynamic debug on, nothing off" "the provider is not built"
+else
+	subtest_begin "a refused verb: its reason with dynamic debug on, nothing off"
+	sites=$(grep -c '\[sroce\]' "$ddc" || true)
+	((sites >= 100)) || fail "dynamic debug lists $sites call sites in sroce, expected the control path's (100 or more)"
+	log "ok: $sites dynamic debug call sites in sroce"
+	defer_quiet sh -c "echo 'module sroce -p' > $ddc"
+	echo 'module sroce +p' >"$ddc"
+	sr_dmesg_mark
+	pp=$(ns_exec "$ns" ibv_rc_pingpong -d "$good" -r 70000 2>&1) && fail "ibv_rc_pingpong -r 70000 succeeded: $pp"
+	grep -q "Couldn't create CQ" <<<"$pp" || fail "ibv_rc_pingpong -r 70000: expected \"Couldn't create CQ\", got: $pp"
+	sr_expect_dmesg "$good: create_cq: cqe 70001 not in \[1, 65535\]"
+	echo 'module sroce -p' >"$ddc"
+	sr_dmesg_mark
+	pp=$(ns_exec "$ns" ibv_rc_pingpong -d "$good" -r 70000 2>&1) && fail "ibv_rc_pingpong -r 70000 succeeded: $pp"
+	if sr_dmesg_since | grep -q 'create_cq: cqe'; then
+		fail "a debug message with dynamic debug off: $(sr_dmesg_since | grep 'create_cq: cqe')"
+	fi
+	log "ok: no message with dynamic debug off"
 fi
 
 subtest_begin "the good device intact after the failures"

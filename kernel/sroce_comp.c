@@ -236,6 +236,39 @@ static struct sroce_wqe_st *sroce_comp_head(struct sroce_qp *qp, u32 *idxp)
 	return NULL;
 }
 
+/*
+ * The READ that responses must belong to: the oldest unfinished WQE, sent,
+ * or rewound and waiting to be asked for again (its PSNs are its own: a
+ * response of the old stream still carries its data). NULL if none.
+ */
+static struct sroce_wqe_st *sroce_comp_read_head(struct sroce_qp *qp,
+						 u32 *idxp)
+{
+	u32 idx;
+
+	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
+		struct sroce_wqe_st *st = sroce_wst(qp, idx);
+		struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
+
+		if (st->state == SROCE_WQE_DONE)
+			continue;
+		if (w->opcode != SROCE_WR_RDMA_READ || !st->psn_valid)
+			return NULL;
+		*idxp = idx;
+		return st;
+	}
+	return NULL;
+}
+
+/* Place a READ response's @len bytes at byte @off of the READ. */
+static int sroce_comp_read_place(struct sroce_qp *qp,
+				 struct sroce_send_wqe *w, u32 off,
+				 const u8 *payload, u32 len)
+{
+	return sroce_wqe_data(qp, w, off, (void *)payload, len, SROCE_TO_MR,
+			      IB_ACCESS_LOCAL_WRITE);
+}
+
 static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 						    const struct sroce_pkt *pkt,
 						    const u8 *payload)
@@ -243,7 +276,8 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 	struct sroce_wqe_st *st;
 	struct sroce_send_wqe *w;
 	enum sroce_comp_verdict v = SROCE_COMP_OK;
-	u32 idx, expect, off;
+	u32 idx, expect, off, d, k;
+	bool reposted;
 	int status;
 
 	/*
@@ -254,44 +288,79 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 	if (pkt->info->pos == SROCE_POS_FIRST ||
 	    pkt->info->pos == SROCE_POS_ONLY)
 		sroce_comp_ack_upto(qp, pkt->bth.psn, false);
-	st = sroce_comp_head(qp, &idx);
+	st = sroce_comp_read_head(qp, &idx);
 	if (!st)
 		goto drop;
 	w = sroce_sq_shadow(qp, idx);
-	if (w->opcode != SROCE_WR_RDMA_READ)
-		goto drop;
+	if (qp->comp.rr_idx != idx) {
+		qp->comp.rr_idx = idx;
+		qp->comp.rr_have = 0;
+	}
 	off = sroce_wqe_len(w) - st->resid;
 	expect = sroce_read_resp_psn(st->first_psn, off, qp->mtu);
 	if (pkt->bth.psn != expect) {
+		d = sroce_psn_diff(pkt->bth.psn, expect) > 0 ?
+		    sroce_psn_diff(pkt->bth.psn, expect) : 0;
 		/* A later response: the one expected was lost (once). */
-		if (sroce_read_resp_gap(pkt->bth.psn, expect, qp->req.psn,
+		if (sroce_read_resp_gap(pkt->bth.psn, expect, qp->req.psn_hi,
 					qp->comp.rr_gap, qp->comp.rr_gap_psn)) {
 			qp->comp.rr_gap = true;
+			qp->comp.rr_reasked = false;
 			qp->comp.rr_gap_psn = expect;
 			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
 			v = SROCE_COMP_RETRY;
+		} else if (sroce_read_resp_reask(pkt->bth.psn, st->last_psn,
+						 expect, qp->comp.rr_gap,
+						 qp->comp.rr_gap_psn,
+						 qp->comp.rr_reasked)) {
+			qp->comp.rr_reasked = true;
+			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
+			v = SROCE_COMP_RETRY;
 		}
-		goto drop;
+		/* Ahead of the awaited one: in place now, if it fits. */
+		if (!sroce_read_resp_ahead(d, sroce_psn_diff(st->last_psn,
+							      expect),
+					   qp->comp.rr_have) ||
+		    !sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
+					    st->resid - d * qp->mtu, qp->mtu))
+			goto drop;
+		status = sroce_comp_read_place(qp, w, off + d * qp->mtu,
+					       payload, pkt->payload_len);
+		if (status)
+			goto fail;
+		qp->comp.rr_have |= 1ULL << (d - 1);
+		return v;
 	}
 	if (!sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
 				    st->resid, qp->mtu))
 		goto drop;
 
-	status = sroce_wqe_data(qp, w, off, (void *)payload, pkt->payload_len,
-				SROCE_TO_MR, IB_ACCESS_LOCAL_WRITE);
-	if (status) {
-		st->state = SROCE_WQE_DONE;
-		st->status = status;
-		return SROCE_COMP_FATAL;
-	}
+	status = sroce_comp_read_place(qp, w, off, payload, pkt->payload_len);
+	if (status)
+		goto fail;
 	st->resid -= pkt->payload_len;
+	/* The ones after it that were in place already. */
+	for (k = sroce_read_resp_run(&qp->comp.rr_have); k; k--)
+		st->resid -= min(st->resid, qp->mtu);
 	sroce_comp_progress(qp);
+	/*
+	 * Rewound and not asked for again yet: ask from the new first
+	 * missing byte, or not at all if nothing is missing.
+	 */
+	reposted = st->state == SROCE_WQE_POSTED && qp->req.cur == idx;
 	if (!st->resid) {
 		st->state = SROCE_WQE_DONE;
 		st->status = IB_WC_SUCCESS;
 		qp->comp.psn = sroce_psn_add(st->last_psn, 1);
+		qp->comp.rr_have = 0;
 	}
+	if (reposted)
+		sroce_comp_rewind(qp);
 	return SROCE_COMP_OK;
+fail:
+	st->state = SROCE_WQE_DONE;
+	st->status = status;
+	return SROCE_COMP_FATAL;
 drop:
 	sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
 	return v;
@@ -566,6 +635,7 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	qp->comp.psn = 0;
 	qp->comp.rnr_wait = false;
 	qp->comp.rr_gap = false;
+	qp->comp.rr_have = 0;
 	qp->comp.backoff = 0;
 	qp->comp.window = SROCE_GBN_MAX_WINDOW;
 }

@@ -186,7 +186,14 @@ struct sroce_qp {
 		bool sqd_notified;	/* IB_EVENT_SQ_DRAINED sent */
 		/* A READ re-requested at this PSN after a response gap. */
 		bool rr_gap;
+		bool rr_reasked;	/* and once more after its last response */
 		u32 rr_gap_psn;
+		/*
+		 * The READ at SQ index rr_idx: which responses after the one
+		 * awaited are in place already (sroce_read_resp_ahead()).
+		 */
+		u32 rr_idx;
+		u64 rr_have;
 		struct timer_list retrans_timer;
 		struct timer_list rnr_timer;
 	} comp;

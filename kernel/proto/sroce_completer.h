@@ -184,4 +184,55 @@ static inline bool sroce_read_resp_gap(u32 psn, u32 expect, u32 next,
 	       (!asked || asked_psn != expect);
 }
 
+/*
+ * Jitter reorders a READ's responses, and a re-request's responses overtake
+ * the old stream's. The response with PSN p carries bytes (p - first) * MTU
+ * on of the READ, whichever request asked for it, so one that arrives ahead
+ * of the awaited one is placed at once (a requester owns the READ's buffer
+ * until the READ completes) instead of being dropped and asked for again:
+ * a bitmap (@have) says which of the SROCE_RR_AHEAD PSNs after the awaited
+ * one are in place, bit i for awaited + 1 + i.
+ */
+#define SROCE_RR_AHEAD 64
+
+/*
+ * May the response @d PSNs after the awaited one be placed? It must be in
+ * the bitmap's reach, not after the READ's last response (@last_d PSNs after
+ * the awaited one), and not in place already (a duplicate).
+ */
+static inline bool sroce_read_resp_ahead(u32 d, u32 last_d, u64 have)
+{
+	return d >= 1 && d <= SROCE_RR_AHEAD && d <= last_d &&
+	       !((have >> (d - 1)) & 1);
+}
+
+/*
+ * The awaited response is placed: how many after it were in place already
+ * (they are done with too), and the bitmap moved on to the new awaited PSN.
+ */
+static inline u32 sroce_read_resp_run(u64 *have)
+{
+	u32 k = 0;
+
+	while (k < SROCE_RR_AHEAD && ((*have >> k) & 1))
+		k++;
+	*have = k + 1 >= SROCE_RR_AHEAD ? 0 : *have >> (k + 1);
+	return k;
+}
+
+/*
+ * A READ's last response (@psn is its @last_psn) arrived and the awaited
+ * one (@expect) is still missing after it was asked for again (@asked_psn):
+ * the stream that answered the re-request has gone past it, so it was lost
+ * again - ask once more (@reasked: already done for @expect) rather than
+ * wait for the ACK timeout, which RDMA CM sets to seconds on RoCE.
+ */
+static inline bool sroce_read_resp_reask(u32 psn, u32 last_psn, u32 expect,
+					 bool asked, u32 asked_psn,
+					 bool reasked)
+{
+	return psn == last_psn && sroce_psn_diff(last_psn, expect) >= 0 &&
+	       asked && asked_psn == expect && !reasked;
+}
+
 #endif /* SROCE_COMPLETER_H */

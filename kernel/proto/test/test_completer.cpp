@@ -207,4 +207,87 @@ TEST(CompleterRead, AGapInTheResponsesAsksAgainOnce)
 			<< c.why;
 }
 
+// Awaiting response 12 of a READ whose last response is 20 (8 after it): one
+// that comes ahead is put in place at once if the bitmap reaches it and it
+// is not there already; a duplicate, the awaited one itself, one past the
+// READ's last or beyond the bitmap's reach is not.
+TEST(CompleterRead, AResponseAheadIsPlacedOnce)
+{
+	struct {
+		uint32_t d;
+		uint64_t have;
+		bool want;
+		const char *why;
+	} cases[] = {
+		{1, 0, true, "the one after the awaited one"},
+		{8, 0, true, "the READ's last"},
+		{3, 0x3, true, "after two in place"},
+		{2, 0x2, false, "in place already (a duplicate)"},
+		{0, 0, false, "the awaited one is not ahead"},
+		{9, 0, false, "past the READ's last response"},
+	};
+	for (auto c : cases)
+		EXPECT_EQ(sroce_read_resp_ahead(c.d, 8, c.have), c.want) << c.why;
+	EXPECT_TRUE(sroce_read_resp_ahead(SROCE_RR_AHEAD, 1000, 0))
+		<< "the bitmap's last bit";
+	EXPECT_FALSE(sroce_read_resp_ahead(SROCE_RR_AHEAD + 1, 1000, 0))
+		<< "beyond the bitmap: dropped, asked for again later";
+	EXPECT_FALSE(sroce_read_resp_ahead(SROCE_RR_AHEAD, 1000, 1ULL << 63))
+		<< "the bitmap's last bit, in place already";
+}
+
+// When the awaited response is placed, the run of responses right after it
+// that were in place already is done with too, and the bitmap moves on to
+// the new awaited PSN (the first one not in place).
+TEST(CompleterRead, ThePlacedAwaitedOneTakesTheRunAfterIt)
+{
+	struct {
+		uint64_t have;
+		uint32_t run;
+		uint64_t after;
+		const char *why;
+	} cases[] = {
+		{0, 0, 0, "nothing ahead"},
+		{0x1, 1, 0, "the next one"},
+		{0x7, 3, 0, "three in a row"},
+		{0xb, 2, 0x1, "two, a hole, one more"},
+		{0x2, 0, 0x1, "a hole right after it"},
+		{~0ULL, 64, 0, "the whole bitmap"},
+		{~0ULL >> 1, 63, 0, "all but the last bit"},
+		{1ULL << 63, 0, 1ULL << 62, "only the farthest"},
+	};
+	for (auto c : cases) {
+		u64 have = c.have;
+
+		EXPECT_EQ(sroce_read_resp_run(&have), c.run) << c.why;
+		EXPECT_EQ(have, c.after) << c.why;
+	}
+}
+
+// A READ's last response (20) while 12 is still awaited: asked for again
+// from 12 already, the stream that answered it has passed 12 - ask once
+// more; not for another response, not before the first ask, not twice.
+TEST(CompleterRead, TheLastResponsePastAHoleAsksOnceMore)
+{
+	struct {
+		uint32_t psn;
+		bool asked;
+		uint32_t asked_psn;
+		bool reasked;
+		bool want;
+		const char *why;
+	} cases[] = {
+		{20, true, 12, false, true, "the last one, 12 still missing"},
+		{20, true, 12, true, false, "asked once more already"},
+		{19, true, 12, false, false, "not the last response"},
+		{20, false, 0, false, false, "never asked (the gap rule asks)"},
+		{20, true, 11, false, false, "asked for another PSN"},
+	};
+	for (auto c : cases)
+		EXPECT_EQ(sroce_read_resp_reask(c.psn, 20, 12, c.asked,
+						c.asked_psn, c.reasked),
+			  c.want)
+			<< c.why;
+}
+
 } // namespace

@@ -277,6 +277,7 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 	struct sroce_send_wqe *w;
 	enum sroce_comp_verdict v = SROCE_COMP_OK;
 	u32 idx, expect, off, d, k;
+	s32 last_d;
 	bool reposted;
 	int status;
 
@@ -318,9 +319,8 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 			v = SROCE_COMP_RETRY;
 		}
 		/* Ahead of the awaited one: in place now, if it fits. */
-		if (!sroce_read_resp_ahead(d, sroce_psn_diff(st->last_psn,
-							      expect),
-					   qp->comp.rr_have) ||
+		last_d = max(sroce_psn_diff(st->last_psn, expect), 0);
+		if (!sroce_read_resp_ahead(d, last_d, qp->comp.rr_have) ||
 		    !sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
 					    st->resid - d * qp->mtu, qp->mtu))
 			goto drop;

@@ -277,8 +277,8 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 	struct sroce_send_wqe *w;
 	enum sroce_comp_verdict v = SROCE_COMP_OK;
 	u32 idx, expect, off, d, k;
-	s32 last_d;
-	bool reposted;
+	u32 last_d;
+	bool reposted, fits;
 	int status;
 
 	/*
@@ -302,27 +302,37 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 	if (pkt->bth.psn != expect) {
 		d = sroce_psn_diff(pkt->bth.psn, expect) > 0 ?
 		    sroce_psn_diff(pkt->bth.psn, expect) : 0;
+		last_d = max(sroce_psn_diff(st->last_psn, expect), 0);
+		fits = sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
+					      st->resid - min(d, last_d) *
+					      qp->mtu, qp->mtu);
 		/* A later response: the one expected was lost (once). */
 		if (sroce_read_resp_gap(pkt->bth.psn, expect, qp->req.psn_hi,
 					qp->comp.rr_gap, qp->comp.rr_gap_psn)) {
 			qp->comp.rr_gap = true;
 			qp->comp.rr_reasked = false;
+			qp->comp.rr_lasts = 0;
 			qp->comp.rr_gap_psn = expect;
 			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
 			v = SROCE_COMP_RETRY;
-		} else if (sroce_read_resp_reask(pkt->bth.psn, st->last_psn,
-						 expect, qp->comp.rr_gap,
-						 qp->comp.rr_gap_psn,
-						 qp->comp.rr_reasked)) {
-			qp->comp.rr_reasked = true;
-			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
-			v = SROCE_COMP_RETRY;
+		} else if (d && d == last_d && fits) {
+			/* The READ's last response, past the hole. */
+			if (qp->comp.rr_lasts < U8_MAX)
+				qp->comp.rr_lasts++;
+			if (sroce_read_resp_reask(qp->comp.rr_lasts,
+						  st->state == SROCE_WQE_SENT,
+						  expect, qp->comp.rr_gap,
+						  qp->comp.rr_gap_psn,
+						  qp->comp.rr_reasked)) {
+				qp->comp.rr_reasked = true;
+				sroce_stat_inc(qp->sdev,
+					       SROCE_CNT_IMPLIED_NAK);
+				v = SROCE_COMP_RETRY;
+			}
 		}
 		/* Ahead of the awaited one: in place now, if it fits. */
-		last_d = max(sroce_psn_diff(st->last_psn, expect), 0);
 		if (!sroce_read_resp_ahead(d, last_d, qp->comp.rr_have) ||
-		    !sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
-					    st->resid - d * qp->mtu, qp->mtu))
+		    !fits)
 			goto drop;
 		status = sroce_comp_read_place(qp, w, off + d * qp->mtu,
 					       payload, pkt->payload_len);
@@ -635,6 +645,9 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	qp->comp.psn = 0;
 	qp->comp.rnr_wait = false;
 	qp->comp.rr_gap = false;
+	qp->comp.rr_reasked = false;
+	qp->comp.rr_lasts = 0;
+	qp->comp.rr_idx = 0;
 	qp->comp.rr_have = 0;
 	qp->comp.backoff = 0;
 	qp->comp.window = SROCE_GBN_MAX_WINDOW;

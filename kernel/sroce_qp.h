@@ -187,6 +187,7 @@ struct sroce_qp {
 		/* A READ re-requested at this PSN after a response gap. */
 		bool rr_gap;
 		bool rr_reasked;	/* and once more after its last response */
+		u8 rr_lasts;		/* the READ's last responses since */
 		u32 rr_gap_psn;
 		/*
 		 * The READ at SQ index rr_idx: which responses after the one

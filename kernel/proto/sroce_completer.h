@@ -221,18 +221,19 @@ static inline u32 sroce_read_resp_run(u64 *have)
 }
 
 /*
- * A READ's last response (@psn is its @last_psn) arrived and the awaited
- * one (@expect) is still missing after it was asked for again (@asked_psn):
- * the stream that answered the re-request has gone past it, so it was lost
- * again - ask once more (@reasked: already done for @expect) rather than
- * wait for the ACK timeout, which RDMA CM sets to seconds on RoCE.
+ * The READ's last response has come @lasts times since the awaited one
+ * (@expect) was asked for again (@asked_psn), with the re-request sent
+ * (@sent): the first is usually the old stream's, which the gap was seen
+ * in; the second the re-request's own. If the awaited one is still
+ * missing then, it was lost again: ask once more (@reasked: done already
+ * for @expect) rather than wait for the ACK timeout, which RDMA CM sets
+ * to seconds on RoCE.
  */
-static inline bool sroce_read_resp_reask(u32 psn, u32 last_psn, u32 expect,
+static inline bool sroce_read_resp_reask(u32 lasts, bool sent, u32 expect,
 					 bool asked, u32 asked_psn,
 					 bool reasked)
 {
-	return psn == last_psn && sroce_psn_diff(last_psn, expect) >= 0 &&
-	       asked && asked_psn == expect && !reasked;
+	return asked && asked_psn == expect && !reasked && sent && lasts >= 2;
 }
 
 #endif /* SROCE_COMPLETER_H */

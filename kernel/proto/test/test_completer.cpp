@@ -264,27 +264,30 @@ TEST(CompleterRead, ThePlacedAwaitedOneTakesTheRunAfterIt)
 	}
 }
 
-// A READ's last response (20) while 12 is still awaited: asked for again
-// from 12 already, the stream that answered it has passed 12 - ask once
-// more; not for another response, not before the first ask, not twice.
-TEST(CompleterRead, TheLastResponsePastAHoleAsksOnceMore)
+// Awaiting response 12, asked for again from 12: the READ's last response
+// has come twice since (the old stream's, then the re-request's) and 12 is
+// still missing - ask once more; not after the first, not before the
+// re-request went out, not twice, not for a hole never asked for.
+TEST(CompleterRead, TheReRequestsLastResponsePastTheHoleAsksOnceMore)
 {
 	struct {
-		uint32_t psn;
-		bool asked;
+		uint32_t lasts;
+		bool sent, asked;
 		uint32_t asked_psn;
 		bool reasked;
 		bool want;
 		const char *why;
 	} cases[] = {
-		{20, true, 12, false, true, "the last one, 12 still missing"},
-		{20, true, 12, true, false, "asked once more already"},
-		{19, true, 12, false, false, "not the last response"},
-		{20, false, 0, false, false, "never asked (the gap rule asks)"},
-		{20, true, 11, false, false, "asked for another PSN"},
+		{2, true, true, 12, false, true, "the second last response, 12 missing"},
+		{3, true, true, 12, false, true, "a later last response"},
+		{1, true, true, 12, false, false, "only the old stream's last yet"},
+		{2, false, true, 12, false, false, "the re-request not sent yet"},
+		{2, true, true, 12, true, false, "asked once more already"},
+		{2, true, false, 0, false, false, "never asked (the gap rule asks)"},
+		{2, true, true, 11, false, false, "asked for another PSN"},
 	};
 	for (auto c : cases)
-		EXPECT_EQ(sroce_read_resp_reask(c.psn, 20, 12, c.asked,
+		EXPECT_EQ(sroce_read_resp_reask(c.lasts, c.sent, 12, c.asked,
 						c.asked_psn, c.reasked),
 			  c.want)
 			<< c.why;

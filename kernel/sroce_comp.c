@@ -303,9 +303,10 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 		d = sroce_psn_diff(pkt->bth.psn, expect) > 0 ?
 		    sroce_psn_diff(pkt->bth.psn, expect) : 0;
 		last_d = max(sroce_psn_diff(st->last_psn, expect), 0);
-		fits = sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
-					      st->resid - min(d, last_d) *
-					      qp->mtu, qp->mtu);
+		/* Of the length its position needs, if it is inside the READ. */
+		fits = d && d <= last_d &&
+		       sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
+					      st->resid - d * qp->mtu, qp->mtu);
 		/* A later response: the one expected was lost (once). */
 		if (sroce_read_resp_gap(pkt->bth.psn, expect, qp->req.psn_hi,
 					qp->comp.rr_gap, qp->comp.rr_gap_psn)) {
@@ -315,7 +316,8 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 			qp->comp.rr_gap_psn = expect;
 			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
 			v = SROCE_COMP_RETRY;
-		} else if (d && d == last_d && fits) {
+		} else if (d == last_d && pkt->info->pos == SROCE_POS_LAST &&
+			   fits) {
 			/* The READ's last response, past the hole. */
 			if (qp->comp.rr_lasts < U8_MAX)
 				qp->comp.rr_lasts++;
@@ -331,8 +333,8 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 			}
 		}
 		/* Ahead of the awaited one: in place now, if it fits. */
-		if (!sroce_read_resp_ahead(d, last_d, qp->comp.rr_have) ||
-		    !fits)
+		if (!fits || !sroce_read_resp_ahead(pkt->info->pos, d, last_d,
+						    qp->comp.rr_have))
 			goto drop;
 		status = sroce_comp_read_place(qp, w, off + d * qp->mtu,
 					       payload, pkt->payload_len);

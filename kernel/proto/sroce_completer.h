@@ -196,14 +196,21 @@ static inline bool sroce_read_resp_gap(u32 psn, u32 expect, u32 next,
 #define SROCE_RR_AHEAD 64
 
 /*
- * May the response @d PSNs after the awaited one be placed? It must be in
- * the bitmap's reach, not after the READ's last response (@last_d PSNs after
- * the awaited one), and not in place already (a duplicate).
+ * May the response @d PSNs after the awaited one, at position @pos, be
+ * placed? It must be in the bitmap's reach, not after the READ's last
+ * response (@last_d PSNs after the awaited one), and not in place already
+ * (a duplicate). Its position must be the one a stream gives that PSN: the
+ * requester only ever asks from the awaited response, so a stream's FIRST
+ * or ONLY is never ahead of it; a MIDDLE comes before the READ's last PSN,
+ * a LAST at it.
  */
-static inline bool sroce_read_resp_ahead(u32 d, u32 last_d, u64 have)
+static inline bool sroce_read_resp_ahead(enum sroce_op_pos pos, u32 d,
+					 u32 last_d, u64 have)
 {
-	return d >= 1 && d <= SROCE_RR_AHEAD && d <= last_d &&
-	       !((have >> (d - 1)) & 1);
+	if (d < 1 || d > SROCE_RR_AHEAD || d > last_d ||
+	    ((have >> (d - 1)) & 1))
+		return false;
+	return d == last_d ? pos == SROCE_POS_LAST : pos == SROCE_POS_MIDDLE;
 }
 
 /*

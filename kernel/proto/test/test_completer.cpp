@@ -208,31 +208,39 @@ TEST(CompleterRead, AGapInTheResponsesAsksAgainOnce)
 }
 
 // Awaiting response 12 of a READ whose last response is 20 (8 after it): one
-// that comes ahead is put in place at once if the bitmap reaches it and it
-// is not there already; a duplicate, the awaited one itself, one past the
-// READ's last or beyond the bitmap's reach is not.
+// that comes ahead is put in place at once if the bitmap reaches it, it is
+// not there already and its position is the one a stream gives its PSN (a
+// MIDDLE before the READ's last PSN, the LAST at it: the requester only asks
+// from the awaited response, so no FIRST or ONLY is ever ahead of it).
 TEST(CompleterRead, AResponseAheadIsPlacedOnce)
 {
+	const sroce_op_pos M = SROCE_POS_MIDDLE, L = SROCE_POS_LAST;
 	struct {
+		sroce_op_pos pos;
 		uint32_t d;
 		uint64_t have;
 		bool want;
 		const char *why;
 	} cases[] = {
-		{1, 0, true, "the one after the awaited one"},
-		{8, 0, true, "the READ's last"},
-		{3, 0x3, true, "after two in place"},
-		{2, 0x2, false, "in place already (a duplicate)"},
-		{0, 0, false, "the awaited one is not ahead"},
-		{9, 0, false, "past the READ's last response"},
+		{M, 1, 0, true, "the one after the awaited one"},
+		{L, 8, 0, true, "the READ's last"},
+		{M, 3, 0x3, true, "after two in place"},
+		{M, 2, 0x2, false, "in place already (a duplicate)"},
+		{M, 0, 0, false, "the awaited one is not ahead"},
+		{L, 9, 0, false, "past the READ's last response"},
+		{SROCE_POS_FIRST, 1, 0, false, "a FIRST is never ahead"},
+		{SROCE_POS_ONLY, 8, 0, false, "an ONLY is never ahead"},
+		{L, 5, 0, false, "a LAST before the READ's last PSN"},
+		{M, 8, 0, false, "a MIDDLE at the READ's last PSN"},
 	};
 	for (auto c : cases)
-		EXPECT_EQ(sroce_read_resp_ahead(c.d, 8, c.have), c.want) << c.why;
-	EXPECT_TRUE(sroce_read_resp_ahead(SROCE_RR_AHEAD, 1000, 0))
+		EXPECT_EQ(sroce_read_resp_ahead(c.pos, c.d, 8, c.have), c.want)
+			<< c.why;
+	EXPECT_TRUE(sroce_read_resp_ahead(M, SROCE_RR_AHEAD, 1000, 0))
 		<< "the bitmap's last bit";
-	EXPECT_FALSE(sroce_read_resp_ahead(SROCE_RR_AHEAD + 1, 1000, 0))
+	EXPECT_FALSE(sroce_read_resp_ahead(M, SROCE_RR_AHEAD + 1, 1000, 0))
 		<< "beyond the bitmap: dropped, asked for again later";
-	EXPECT_FALSE(sroce_read_resp_ahead(SROCE_RR_AHEAD, 1000, 1ULL << 63))
+	EXPECT_FALSE(sroce_read_resp_ahead(M, SROCE_RR_AHEAD, 1000, 1ULL << 63))
 		<< "the bitmap's last bit, in place already";
 }
 

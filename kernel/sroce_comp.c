@@ -300,8 +300,7 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 	off = sroce_wqe_len(w) - st->resid;
 	expect = sroce_read_resp_psn(st->first_psn, off, qp->mtu);
 	if (pkt->bth.psn != expect) {
-		d = sroce_psn_diff(pkt->bth.psn, expect) > 0 ?
-		    sroce_psn_diff(pkt->bth.psn, expect) : 0;
+		d = max(sroce_psn_diff(pkt->bth.psn, expect), 0);
 		last_d = max(sroce_psn_diff(st->last_psn, expect), 0);
 		/* Of the length its position needs, if it is inside the READ. */
 		fits = d && d <= last_d &&

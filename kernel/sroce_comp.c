@@ -351,7 +351,7 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 		goto fail;
 	st->resid -= pkt->payload_len;
 	/* The ones after it that were in place already. */
-	for (k = sroce_read_resp_run(&qp->comp.rr_have); k; k--)
+	for (k = sroce_ahead_run(&qp->comp.rr_have); k; k--)
 		st->resid -= min(st->resid, qp->mtu);
 	sroce_comp_progress(qp);
 	/*

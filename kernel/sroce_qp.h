@@ -221,6 +221,21 @@ struct sroce_qp {
 		u32 write_resid;
 		u32 write_len;		/* RETH length of the current WRITE */
 		/*
+		 * Packets of the current SEND or WRITE placed ahead of ePSN
+		 * (proto/sroce_responder.h): which, which of them asked for
+		 * an ACK, and the message's LAST if it is among them.
+		 */
+		struct sroce_resp_ahead {
+			u64 have;
+			u64 ackreq;
+			u32 last_psn;
+			u32 last_len;
+			u32 imm;
+			bool last;
+			bool last_se;
+			bool last_imm;
+		} ahead;
+		/*
 		 * XRC target: the SRQ the request being executed names (a
 		 * reference, held for one packet) and the number the current
 		 * SEND started with.

@@ -113,15 +113,25 @@ int sroce_recv_take(struct sroce_qp *qp)
 	return 1;
 }
 
-/* Place SEND payload into the receive WQE's buffers. */
-int sroce_recv_place(struct sroce_qp *qp, const u8 *data, u32 len)
+/*
+ * Place @len bytes of SEND payload at byte @off of the receive WQE's
+ * buffers, adding what was placed to *@copied (if not NULL).
+ */
+int sroce_recv_place_at(struct sroce_qp *qp, u32 off, const u8 *data,
+			u32 len, u32 *copied)
 {
 	struct sroce_recv_wqe *rw = (void *)qp->resp.rwqe;
 
 	return sroce_sge_copy(qp->sdev, sroce_recv_pd(qp), (const void *)(rw + 1),
-			      rw->num_sge, qp->resp.rwqe_offset, (void *)data,
-			      len, SROCE_TO_MR, IB_ACCESS_LOCAL_WRITE,
-			      &qp->resp.rwqe_offset);
+			      rw->num_sge, off, (void *)data, len, SROCE_TO_MR,
+			      IB_ACCESS_LOCAL_WRITE, copied);
+}
+
+/* Place SEND payload into the receive WQE's buffers, after what is there. */
+int sroce_recv_place(struct sroce_qp *qp, const u8 *data, u32 len)
+{
+	return sroce_recv_place_at(qp, qp->resp.rwqe_offset, data, len,
+				   &qp->resp.rwqe_offset);
 }
 
 /* Bytes the current receive WQE's gather list can hold. */

@@ -65,6 +65,7 @@ void sroce_resp_reset(struct sroce_qp *qp)
 	qp->resp.in_write = false;
 	qp->resp.uc_drop = false;
 	qp->resp.rwqe_held = false;
+	memset(&qp->resp.ahead, 0, sizeof(qp->resp.ahead));
 	if (qp->resp.res)
 		memset(qp->resp.res, 0, qp->resp.nres * sizeof(*qp->resp.res));
 	qp->resp.res_head = 0;
@@ -520,16 +521,143 @@ void sroce_resp_stop(struct sroce_qp *qp)
 }
 
 /*
+ * Place request @pkt, @d PSNs ahead of ePSN, if it is a MIDDLE or the LAST
+ * of the SEND or WRITE being received (proto/sroce_responder.h). Only what
+ * will surely be accepted in sequence is placed; anything else is dropped,
+ * and judged when it comes again in sequence. A SEND's LAST that
+ * invalidates an MR and a WRITE's LAST with immediate (which takes a
+ * receive WQE, perhaps none: RNR) are not placed. resp_lock held.
+ */
+static bool sroce_resp_place_ahead(struct sroce_qp *qp,
+				   const struct sroce_pkt *pkt,
+				   const u8 *payload, u32 d)
+{
+	struct sroce_resp_ahead *a = &qp->resp.ahead;
+	u32 len = pkt->payload_len, mtu = qp->mtu;
+	u8 pos = pkt->info->pos;
+	u32 last_d, last_len;
+	struct sroce_mr *mr;
+	u64 off;
+
+	if (qp->ibqp.qp_type != IB_QPT_RC || d > SROCE_AHEAD_MAX)
+		return false;
+	off = (u64)d * mtu;
+	if (pkt->info->kind == SROCE_KIND_SEND && qp->resp.in_send &&
+	    !qp->resp.in_write) {
+		if (pkt->info->hdrs & SROCE_HDR_IETH)
+			return false;
+		last_d = a->last ? sroce_psn_sub(a->last_psn, qp->resp.epsn) :
+				   SROCE_RESP_END_UNKNOWN;
+		if (!sroce_resp_ahead_ok(pos, d, len, mtu, last_d, 0, a->have) ||
+		    qp->resp.rwqe_offset + off + len > sroce_recv_room(qp) ||
+		    sroce_recv_place_at(qp, qp->resp.rwqe_offset + off, payload,
+					len, NULL))
+			return false;
+	} else if (pkt->info->kind == SROCE_KIND_WRITE && qp->resp.in_write &&
+		   !qp->resp.in_send && qp->resp.write_resid &&
+		   !(pkt->info->hdrs & SROCE_HDR_IMMDT)) {
+		sroce_resp_write_end(qp->resp.write_resid, mtu, &last_d,
+				     &last_len);
+		if (!sroce_resp_ahead_ok(pos, d, len, mtu, last_d, last_len,
+					 a->have))
+			return false;
+		mr = sroce_resp_rkey(qp, qp->resp.write_rkey,
+				     qp->resp.write_va + off, len,
+				     IB_ACCESS_REMOTE_WRITE);
+		if (!mr)
+			return false;
+		sroce_mr_copy(mr, qp->resp.write_va + off, (void *)payload, len,
+			      SROCE_TO_MR);
+		sroce_mr_put(mr);
+	} else {
+		return false;
+	}
+	a->have |= 1ULL << (d - 1);
+	if (pkt->bth.ack_req)
+		a->ackreq |= 1ULL << (d - 1);
+	if (pos == SROCE_POS_LAST) {
+		a->last = true;
+		a->last_psn = pkt->bth.psn;
+		a->last_len = len;
+		a->last_se = pkt->bth.se;
+		a->last_imm = pkt->info->hdrs & SROCE_HDR_IMMDT;
+		a->imm = pkt->imm;
+	}
+	sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_PLACED);
+	return true;
+}
+
+/*
+ * The awaited request was executed and ePSN moved past it: the run of
+ * packets placed ahead that follow it is done with too, ePSN moves past
+ * them, and the message completes if its LAST is among them. Whatever was
+ * placed for a message that is over is forgotten. Returns whether a packet
+ * of the run asked for an ACK. resp_lock held.
+ */
+static bool sroce_resp_ahead_run(struct sroce_qp *qp)
+{
+	struct sroce_resp_ahead *a = &qp->resp.ahead;
+	u64 ackreq = a->ackreq;
+	bool ack;
+	u32 k;
+
+	if (!a->have)
+		return false;
+	if (!qp->resp.in_send && !qp->resp.in_write)
+		goto over;
+	k = sroce_ahead_run(&a->have);
+	ack = k && (ackreq & (k >= SROCE_AHEAD_MAX ? ~0ULL : (1ULL << k) - 1));
+	a->ackreq = k + 1 >= SROCE_AHEAD_MAX ? 0 : ackreq >> (k + 1);
+	for (; k; k--) {
+		u32 psn = qp->resp.epsn;
+		bool last = a->last && psn == a->last_psn;
+		u32 len = last ? a->last_len : qp->mtu;
+
+		qp->resp.epsn = sroce_psn_add(psn, 1);
+		if (qp->resp.in_write) {
+			qp->resp.write_va += len;
+			qp->resp.write_resid -= len;
+			if (!last)
+				continue;
+			qp->resp.in_write = false;
+		} else {
+			qp->resp.rwqe_offset += len;
+			if (!last)
+				continue;
+			sroce_recv_complete(qp, IB_WC_SUCCESS, IB_WC_RECV,
+					    qp->resp.rwqe_offset,
+					    a->last_imm ? SROCE_WC_F_WITH_IMM : 0,
+					    a->last_imm ?
+					    (__force u32)cpu_to_be32(a->imm) : 0,
+					    a->last_se);
+		}
+		qp->resp.msn = sroce_msn_inc(qp->resp.msn);
+		goto over_ack;
+	}
+	return ack;
+over_ack:
+	memset(a, 0, sizeof(*a));
+	return ack;
+over:
+	memset(a, 0, sizeof(*a));
+	return false;
+}
+
+/*
  * Whether request @pkt has the expected PSN; a duplicate is answered
  * (IBTA C9-105) and one ahead of it NAKed, once per gap (C9-106).
  * resp_lock held.
  */
 static bool sroce_resp_in_sequence(struct sroce_qp *qp,
-				   const struct sroce_pkt *pkt)
+				   const struct sroce_pkt *pkt,
+				   const u8 *payload)
 {
 	switch (sroce_resp_classify(pkt->bth.psn, qp->resp.epsn)) {
 	case SROCE_PSN_AHEAD:
-		sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
+		if (!sroce_resp_place_ahead(qp, pkt, payload,
+					    sroce_psn_sub(pkt->bth.psn,
+							  qp->resp.epsn)))
+			sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
 		if (!qp->resp.nak_sent) {
 			qp->resp.nak_sent = true;
 			sroce_resp_nak(qp, qp->resp.epsn,
@@ -598,9 +726,9 @@ static void sroce_resp_answer(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 	switch (v) {
 	case SROCE_RESP_OK:
 		qp->resp.epsn = sroce_psn_add(psn, 1);
-		if (pkt->bth.ack_req)
-			sroce_resp_ack(qp, psn);
-		break;
+		if (sroce_resp_ahead_run(qp) || pkt->bth.ack_req)
+			sroce_resp_ack(qp, sroce_psn_sub(qp->resp.epsn, 1));
+		return;
 	case SROCE_RESP_DONE:
 		if (pkt->info->kind == SROCE_KIND_READ_REQ) {
 			/* A READ consumes one PSN per response packet. */
@@ -627,6 +755,8 @@ static void sroce_resp_answer(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 		sroce_resp_nak(qp, psn, sroce_resp_verdict_nak(v));
 		break;
 	}
+	/* Nothing placed ahead survives a request that was not a plain OK. */
+	memset(&qp->resp.ahead, 0, sizeof(qp->resp.ahead));
 }
 
 /*
@@ -646,7 +776,7 @@ enum sroce_resp_verdict sroce_resp_handle(struct sroce_qp *qp,
 		sroce_resp_uc(qp, pkt, payload);
 		return SROCE_RESP_DONE;
 	}
-	if (!sroce_resp_in_sequence(qp, pkt))
+	if (!sroce_resp_in_sequence(qp, pkt, payload))
 		return SROCE_RESP_DONE;
 	v = sroce_resp_exec(qp, pkt, payload);
 	sroce_resp_answer(qp, pkt, v);

@@ -38,6 +38,8 @@ void sroce_resp_fail(struct sroce_qp *qp, enum sroce_resp_verdict v);
 struct sroce_cqe;
 struct ib_pd *sroce_recv_pd(const struct sroce_qp *qp);
 int sroce_recv_take(struct sroce_qp *qp);
+int sroce_recv_place_at(struct sroce_qp *qp, u32 off, const u8 *data,
+			u32 len, u32 *copied);
 int sroce_recv_place(struct sroce_qp *qp, const u8 *data, u32 len);
 u64 sroce_recv_room(const struct sroce_qp *qp);
 void sroce_recv_post_cqe(struct sroce_qp *qp, struct sroce_cqe *cqe,

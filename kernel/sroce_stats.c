@@ -52,6 +52,7 @@ static const struct rdma_stat_desc sroce_stat_desc[SROCE_CNT_MAX] = {
 	[SROCE_CNT_ADP_RETRANS].name = "roce_adp_retrans",
 	[SROCE_CNT_SLOW_RESTART].name = "roce_slow_restart",
 	[SROCE_CNT_DUP_NO_ACK].name = "duplicate_request_unacked",
+	[SROCE_CNT_OOS_PLACED].name = "out_of_seq_placed",
 };
 
 /*

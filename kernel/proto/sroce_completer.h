@@ -191,9 +191,9 @@ static inline bool sroce_read_resp_gap(u32 psn, u32 expect, u32 next,
  * of the awaited one is placed at once (a requester owns the READ's buffer
  * until the READ completes) instead of being dropped and asked for again:
  * a bitmap (@have) says which of the SROCE_RR_AHEAD PSNs after the awaited
- * one are in place, bit i for awaited + 1 + i.
+ * one are in place, bit i for awaited + 1 + i (sroce_psn.h).
  */
-#define SROCE_RR_AHEAD 64
+#define SROCE_RR_AHEAD SROCE_AHEAD_MAX
 
 /*
  * May the response @d PSNs after the awaited one, at position @pos, be
@@ -208,23 +208,9 @@ static inline bool sroce_read_resp_ahead(enum sroce_op_pos pos, u32 d,
 					 u32 last_d, u64 have)
 {
 	if (d < 1 || d > SROCE_RR_AHEAD || d > last_d ||
-	    ((have >> (d - 1)) & 1))
+	    sroce_ahead_has(have, d))
 		return false;
 	return d == last_d ? pos == SROCE_POS_LAST : pos == SROCE_POS_MIDDLE;
-}
-
-/*
- * The awaited response is placed: how many after it were in place already
- * (they are done with too), and the bitmap moved on to the new awaited PSN.
- */
-static inline u32 sroce_read_resp_run(u64 *have)
-{
-	u32 k = 0;
-
-	while (k < SROCE_RR_AHEAD && ((*have >> k) & 1))
-		k++;
-	*have = k + 1 >= SROCE_RR_AHEAD ? 0 : *have >> (k + 1);
-	return k;
 }
 
 /*

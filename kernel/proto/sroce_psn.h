@@ -61,6 +61,41 @@ static inline bool sroce_psn_in_window(u32 psn, u32 start, u32 n)
 	return ((psn - start) & SROCE_PSN_MASK) < n;
 }
 
+/*
+ * Packets that come ahead of the awaited PSN and are placed at once (READ
+ * responses at the requester, the rest of a SEND or WRITE at the
+ * responder) are remembered in a bitmap: bit i set means PSN awaited + 1 + i
+ * is in place. It reaches SROCE_AHEAD_MAX PSNs.
+ */
+#define SROCE_AHEAD_MAX 64
+
+/* Is the PSN @d after the awaited one (1 <= @d <= SROCE_AHEAD_MAX) placed? */
+static inline bool sroce_ahead_has(u64 have, u32 d)
+{
+	return d >= 1 && d <= SROCE_AHEAD_MAX && ((have >> (d - 1)) & 1);
+}
+
+/* Is any PSN more than @d after the awaited one in place? */
+static inline bool sroce_ahead_beyond(u64 have, u32 d)
+{
+	return d < SROCE_AHEAD_MAX && (have >> d);
+}
+
+/*
+ * The awaited PSN has arrived: how many right after it were in place
+ * already (they are done with too), and the bitmap moved on to the new
+ * awaited PSN.
+ */
+static inline u32 sroce_ahead_run(u64 *have)
+{
+	u32 k = 0;
+
+	while (k < SROCE_AHEAD_MAX && ((*have >> k) & 1))
+		k++;
+	*have = k + 1 >= SROCE_AHEAD_MAX ? 0 : *have >> (k + 1);
+	return k;
+}
+
 /* MSNs (AETH) are 24-bit counters with the same arithmetic. */
 static inline u32 sroce_msn_inc(u32 msn)
 {

@@ -160,6 +160,61 @@ static inline bool sroce_resp_backlog_reaches(s32 d, u32 slots)
 	return d < (s32)slots && d > -(s32)slots;
 }
 
+/*
+ * Requests ahead of ePSN. Jitter reorders a message's packets, and the
+ * packets of a go-back-N resend overtake the rest of the first stream; a
+ * responder that drops every packet ahead of ePSN NAKs the hole once and
+ * then, when the hole's packet comes after the ones behind it, says
+ * nothing until the requester's ACK timeout (seconds, over RDMA CM). So a
+ * packet of the SEND or WRITE being received (its FIRST executed) that
+ * comes up to SROCE_AHEAD_MAX PSNs ahead of ePSN is placed at once: @d
+ * PSNs after ePSN, its bytes go @d MTUs after those of the awaited packet
+ * (every packet before a message's LAST carries one MTU), into the receive
+ * WQE or the WRITE's buffer, which are the message's until it completes. A
+ * bitmap (sroce_psn.h) records it; when the hole is filled, ePSN moves
+ * past the run of placed packets, and the message completes when its LAST
+ * is reached. Nothing else is done ahead of ePSN: a FIRST or ONLY starts a
+ * message whose receive WQE or RETH is not known yet, and a READ or atomic
+ * must execute in order. They are dropped as before.
+ *
+ * May a MIDDLE or LAST @d PSNs after ePSN, with @len payload bytes, be
+ * placed? The message's LAST is @last_d PSNs after ePSN and must carry
+ * @last_len bytes (a WRITE, whose RETH says how much is left), or lies
+ * at @last_d where a LAST was placed already (a SEND), or is not known
+ * (SROCE_RESP_END_UNKNOWN; @last_len 0: any length up to the MTU). It
+ * must be in the bitmap's reach and not in place already (a duplicate); a
+ * MIDDLE carries the MTU and comes before the LAST, and a SEND's LAST
+ * comes after every MIDDLE placed.
+ */
+#define SROCE_RESP_END_UNKNOWN (~0U)
+
+static inline bool sroce_resp_ahead_ok(u8 pos, u32 d, u32 len, u32 mtu,
+				       u32 last_d, u32 last_len, u64 have)
+{
+	if (d < 1 || d > SROCE_AHEAD_MAX || d > last_d ||
+	    sroce_ahead_has(have, d))
+		return false;
+	if (pos == SROCE_POS_MIDDLE)
+		return d < last_d && len == mtu;
+	if (pos != SROCE_POS_LAST || !len || len > mtu)
+		return false;
+	if (last_d == SROCE_RESP_END_UNKNOWN)
+		return !sroce_ahead_beyond(have, d);
+	return d == last_d && (!last_len || len == last_len);
+}
+
+/*
+ * Where the LAST of a WRITE with @resid bytes still to come (from the
+ * awaited packet on, @resid > 0) is: @last_d PSNs after ePSN, carrying
+ * @last_len bytes.
+ */
+static inline void sroce_resp_write_end(u32 resid, u32 mtu, u32 *last_d,
+					u32 *last_len)
+{
+	*last_d = (resid - 1) / mtu;
+	*last_len = resid - *last_d * mtu;
+}
+
 /* The outcome of executing one request with the expected PSN. */
 enum sroce_resp_verdict {
 	SROCE_RESP_OK,		/* executed; ACK if asked */

@@ -267,7 +267,7 @@ TEST(CompleterRead, ThePlacedAwaitedOneTakesTheRunAfterIt)
 	for (auto c : cases) {
 		u64 have = c.have;
 
-		EXPECT_EQ(sroce_read_resp_run(&have), c.run) << c.why;
+		EXPECT_EQ(sroce_ahead_run(&have), c.run) << c.why;
 		EXPECT_EQ(have, c.after) << c.why;
 	}
 }

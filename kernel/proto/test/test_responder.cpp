@@ -253,4 +253,67 @@ TEST(ResponderSegment, FitsTheMessageAndThePmtu)
 	EXPECT_FALSE(sroce_pos_first(SROCE_POS_MIDDLE) || sroce_pos_last(SROCE_POS_MIDDLE));
 }
 
+// A packet of the message being received that comes ahead of ePSN is
+// placed when it is surely the one a stream sends at that PSN: within the
+// bitmap's reach, not placed already, a MIDDLE of one MTU before the LAST,
+// the LAST where the message ends (a WRITE's RETH says where, with how many
+// bytes; a SEND's end is known once its LAST was placed) and never before a
+// MIDDLE placed already. A FIRST or ONLY is never placed ahead.
+TEST(ResponderAhead, OnlyTheRestOfTheMessageAsAStreamSendsIt)
+{
+	const u32 mtu = 1024, U = SROCE_RESP_END_UNKNOWN;
+	const u8 M = SROCE_POS_MIDDLE, L = SROCE_POS_LAST;
+	struct {
+		u8 pos;
+		u32 d, len, last_d, last_len;
+		u64 have;
+		bool ok;
+		const char *why;
+	} rules[] = {
+		{M, 1, mtu, U, 0, 0, true, "a SEND's next MIDDLE"},
+		{M, 1, mtu - 1, U, 0, 0, false, "a short MIDDLE"},
+		{M, 0, mtu, U, 0, 0, false, "the awaited PSN is not ahead"},
+		{M, 64, mtu, U, 0, 0, true, "the bitmap's last bit"},
+		{M, 65, mtu, U, 0, 0, false, "beyond the bitmap"},
+		{M, 2, mtu, U, 0, 0x2, false, "placed already (a duplicate)"},
+		{M, 3, mtu, 3, 0, 0x4, false, "a MIDDLE where the SEND's LAST is"},
+		{M, 4, mtu, 3, 0, 0x4, false, "a MIDDLE after the SEND's LAST"},
+		{L, 3, 10, U, 0, 0x3, true, "a SEND's LAST after its MIDDLEs"},
+		{L, 2, 10, U, 0, 0x4, false, "a SEND's LAST before a MIDDLE placed"},
+		{L, 2, 0, U, 0, 0, false, "an empty LAST is left to come in order"},
+		{L, 2, mtu + 1, U, 0, 0, false, "a LAST over the PMTU"},
+		{L, 5, 100, 5, 100, 0, true, "a WRITE's LAST, where and as long as the RETH says"},
+		{L, 5, 99, 5, 100, 0, false, "a WRITE's LAST of the wrong length"},
+		{L, 4, 100, 5, 100, 0, false, "a WRITE's LAST too early"},
+		{M, 5, mtu, 5, 100, 0, false, "a MIDDLE where the WRITE's LAST is"},
+		{M, 6, mtu, 5, 100, 0, false, "past the WRITE's end"},
+		{SROCE_POS_FIRST, 1, mtu, U, 0, 0, false, "a FIRST starts a message"},
+		{SROCE_POS_ONLY, 1, 10, U, 0, 0, false, "so does an ONLY"},
+	};
+	for (const auto &r : rules)
+		EXPECT_EQ(sroce_resp_ahead_ok(r.pos, r.d, r.len, mtu, r.last_d,
+					      r.last_len, r.have), r.ok)
+			<< r.why;
+}
+
+// A WRITE with resid bytes still to come, from the awaited packet on, ends
+// (resid - 1) / MTU PSNs after it with the bytes that are left.
+TEST(ResponderAhead, WhereAWriteEnds)
+{
+	const u32 mtu = 1024;
+	struct {
+		u32 resid, last_d, last_len;
+	} cases[] = {
+		{1, 0, 1}, {mtu, 0, mtu}, {mtu + 1, 1, 1}, {16 * mtu, 15, mtu},
+		{16 * mtu - 5, 15, mtu - 5},
+	};
+	for (auto c : cases) {
+		u32 d, len;
+
+		sroce_resp_write_end(c.resid, mtu, &d, &len);
+		EXPECT_EQ(d, c.last_d) << c.resid;
+		EXPECT_EQ(len, c.last_len) << c.resid;
+	}
+}
+
 } // namespace

@@ -231,6 +231,7 @@ struct sroce_qp {
 			u32 last_psn;
 			u32 last_len;
 			u32 imm;
+			u8 kind;	/* SROCE_KIND_SEND or _WRITE */
 			bool last;
 			bool last_se;
 			bool last_imm;

@@ -550,6 +550,7 @@ static bool sroce_resp_place_ahead(struct sroce_qp *qp,
 				   SROCE_RESP_END_UNKNOWN;
 		if (!sroce_resp_ahead_ok(pos, d, len, mtu, last_d, 0, a->have) ||
 		    qp->resp.rwqe_offset + off + len > sroce_recv_room(qp) ||
+		    qp->resp.rwqe_offset + off + len > U32_MAX ||
 		    sroce_recv_place_at(qp, qp->resp.rwqe_offset + off, payload,
 					len, NULL))
 			return false;
@@ -572,6 +573,7 @@ static bool sroce_resp_place_ahead(struct sroce_qp *qp,
 	} else {
 		return false;
 	}
+	a->kind = pkt->info->kind;
 	a->have |= 1ULL << (d - 1);
 	if (pkt->bth.ack_req)
 		a->ackreq |= 1ULL << (d - 1);
@@ -588,22 +590,27 @@ static bool sroce_resp_place_ahead(struct sroce_qp *qp,
 }
 
 /*
- * The awaited request was executed and ePSN moved past it: the run of
- * packets placed ahead that follow it is done with too, ePSN moves past
- * them, and the message completes if its LAST is among them. Whatever was
- * placed for a message that is over is forgotten. Returns whether a packet
- * of the run asked for an ACK. resp_lock held.
+ * The awaited request @pkt was executed and ePSN moved past it: if it was
+ * a MIDDLE of the message the packets placed ahead belong to, the run of
+ * them that follows it is done with too, ePSN moves past them, and the
+ * message completes if its LAST is among them. Whatever else was placed
+ * is forgotten: its message is over, or the request was of another kind
+ * (a WRITE's FIRST in the middle of a SEND). Returns whether a packet of
+ * the run asked for an ACK. resp_lock held.
  */
-static bool sroce_resp_ahead_run(struct sroce_qp *qp)
+static bool sroce_resp_ahead_run(struct sroce_qp *qp,
+				 const struct sroce_pkt *pkt)
 {
 	struct sroce_resp_ahead *a = &qp->resp.ahead;
+	bool send = a->kind == SROCE_KIND_SEND;
 	u64 ackreq = a->ackreq;
 	bool ack;
 	u32 k;
 
 	if (!a->have)
 		return false;
-	if (!qp->resp.in_send && !qp->resp.in_write)
+	if (pkt->info->kind != a->kind || pkt->info->pos != SROCE_POS_MIDDLE ||
+	    qp->resp.in_send != send || qp->resp.in_write == send)
 		goto over;
 	k = sroce_ahead_run(&a->have);
 	ack = k && (ackreq & (k >= SROCE_AHEAD_MAX ? ~0ULL : (1ULL << k) - 1));
@@ -614,7 +621,7 @@ static bool sroce_resp_ahead_run(struct sroce_qp *qp)
 		u32 len = last ? a->last_len : qp->mtu;
 
 		qp->resp.epsn = sroce_psn_add(psn, 1);
-		if (qp->resp.in_write) {
+		if (!send) {
 			qp->resp.write_va += len;
 			qp->resp.write_resid -= len;
 			if (!last)
@@ -726,7 +733,7 @@ static void sroce_resp_answer(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 	switch (v) {
 	case SROCE_RESP_OK:
 		qp->resp.epsn = sroce_psn_add(psn, 1);
-		if (sroce_resp_ahead_run(qp) || pkt->bth.ack_req)
+		if (sroce_resp_ahead_run(qp, pkt) || pkt->bth.ack_req)
 			sroce_resp_ack(qp, sroce_psn_sub(qp->resp.epsn, 1));
 		return;
 	case SROCE_RESP_DONE:

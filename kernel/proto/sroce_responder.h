@@ -175,7 +175,10 @@ static inline bool sroce_resp_backlog_reaches(s32 d, u32 slots)
  * past the run of placed packets, and the message completes when its LAST
  * is reached. Nothing else is done ahead of ePSN: a FIRST or ONLY starts a
  * message whose receive WQE or RETH is not known yet, and a READ or atomic
- * must execute in order. They are dropped as before.
+ * must execute in order. They are dropped as before. A SEND's end is known
+ * only at its LAST, so a MIDDLE placed before it may turn out to be the
+ * next SEND's (that SEND is then resent from its FIRST, and the bytes lie
+ * past the completed message's byte_len, in its receive WQE's buffers).
  *
  * May a MIDDLE or LAST @d PSNs after ePSN, with @len payload bytes, be
  * placed? The message's LAST is @last_d PSNs after ePSN and must carry

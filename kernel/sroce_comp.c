@@ -105,6 +105,31 @@ bool sroce_comp_retire(struct sroce_qp *qp)
 	return err;
 }
 
+/* PSNs sent and not acknowledged, whichever pass sent them. sq_lock held. */
+static s32 sroce_comp_inflight(const struct sroce_qp *qp)
+{
+	return sroce_psn_diff(qp->req.psn_hi, qp->comp.psn);
+}
+
+/*
+ * Time the next tail loss probe (sroce_gbn.h), if one may come: one jiffy
+ * more than the wait, so that it never fires early at a tick. sq_lock held.
+ */
+void sroce_comp_arm_probe(struct sroce_qp *qp)
+{
+	u64 pto = sroce_tlp_pto_ns(&qp->comp.rtt, qp->comp.probes,
+				   sroce_comp_inflight(qp),
+				   jiffies_to_nsecs(qp->comp.gap_j),
+				   sroce_rto_ns(qp->attr.timeout,
+						qp->comp.backoff));
+
+	if (!pto || test_bit(SROCE_QPF_DYING, &qp->flags))
+		return;
+	mod_timer(&qp->comp.probe_timer,
+		  jiffies + max_t(unsigned long, nsecs_to_jiffies(pto) + 1, 2));
+}
+
+/* Time the ACK timeout, and the tail loss probe before it. sq_lock held. */
 void sroce_comp_arm_retrans(struct sroce_qp *qp)
 {
 	u64 ns = sroce_rto_ns(qp->attr.timeout, qp->comp.backoff);
@@ -113,6 +138,7 @@ void sroce_comp_arm_retrans(struct sroce_qp *qp)
 		return;
 	mod_timer(&qp->comp.retrans_timer,
 		  jiffies + max_t(unsigned long, nsecs_to_jiffies(ns), 1));
+	sroce_comp_arm_probe(qp);
 }
 
 /*
@@ -126,6 +152,8 @@ void sroce_comp_rewind(struct sroce_qp *qp)
 {
 	u32 idx;
 
+	/* What is sent again times no round trip (Karn). */
+	qp->comp.rtt_on = false;
 	qp->req.rd_atomic = 0;
 	qp->req.offset = 0;
 	qp->req.psn = qp->comp.psn;
@@ -167,6 +195,8 @@ static void sroce_comp_progress(struct sroce_qp *qp)
 	qp->comp.retry_cnt = qp->attr.retry_cnt;
 	qp->comp.rnr_retry = qp->attr.rnr_retry;
 	qp->comp.backoff = 0;
+	qp->comp.probes = 0;
+	qp->comp.progressed = true;
 	qp->comp.window = sroce_gbn_window_grow(qp->comp.window);
 }
 
@@ -514,7 +544,8 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload)
 {
 	enum sroce_comp_verdict v = SROCE_COMP_OK;
-	bool err, kick, drained;
+	bool err, kick, drained, timed, idle;
+	u64 sent_ns;
 	enum ib_qp_state state = READ_ONCE(qp->state);
 
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD) {
@@ -523,6 +554,12 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 
 	spin_lock_bh(&qp->sq_lock);
+	/* The first answer at or after the timed PSN may end its round trip. */
+	timed = qp->comp.rtt_on &&
+		sroce_psn_diff(pkt->bth.psn, qp->comp.rtt_psn) >= 0 &&
+		sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0;
+	sent_ns = qp->comp.rtt_ns;
+	qp->comp.progressed = false;
 	switch (pkt->info->kind) {
 	case SROCE_KIND_ACK:
 		v = sroce_comp_aeth(qp, pkt);
@@ -546,13 +583,29 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
 		break;
 	}
+	/* ... if it was a valid one that acknowledged something. */
+	if (timed && qp->comp.progressed) {
+		sroce_rtt_sample(&qp->comp.rtt,
+				 (u32)min_t(u64, div_u64(ktime_get_ns() - sent_ns,
+							 NSEC_PER_USEC),
+					    U32_MAX));
+		qp->comp.rtt_on = false;
+	}
 	if (v == SROCE_COMP_RETRY)
 		sroce_comp_rewind(qp);
 	err = sroce_comp_retire(qp) || v == SROCE_COMP_FATAL;
-	if (qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched)
+	idle = qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched;
+	/* How long the peer was silent while the requester waited. */
+	qp->comp.gap_j = qp->comp.waiting ? jiffies - qp->comp.heard_j :
+					    qp->comp.gap_j / 2;
+	qp->comp.heard_j = jiffies;
+	qp->comp.waiting = !idle;
+	if (idle) {
 		timer_delete(&qp->comp.retrans_timer);
-	else if (v != SROCE_COMP_FATAL)
+		timer_delete(&qp->comp.probe_timer);
+	} else if (v != SROCE_COMP_FATAL) {
 		sroce_comp_arm_retrans(qp);
+	}
 	/*
 	 * Wake the requester only if it has something to send: a needless
 	 * work item can hold the requester bit when the next doorbell comes,
@@ -619,6 +672,34 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 		sroce_req_kick(qp, false);
 }
 
+/*
+ * Nothing heard from the peer for a probe timeout: go back N like a
+ * timeout, uncharged, resending at most a restart window (sroce_gbn.h).
+ */
+static void sroce_comp_probe_timeout(struct timer_list *t)
+{
+	struct sroce_qp *qp = timer_container_of(qp, t, comp.probe_timer);
+
+	spin_lock_bh(&qp->sq_lock);
+	if (READ_ONCE(qp->state) != IB_QPS_RTS || qp->comp.rnr_wait ||
+	    (qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched) ||
+	    !sroce_tlp_pto_ns(&qp->comp.rtt, qp->comp.probes,
+			      sroce_comp_inflight(qp),
+			      jiffies_to_nsecs(qp->comp.gap_j),
+			      sroce_rto_ns(qp->attr.timeout, qp->comp.backoff))) {
+		spin_unlock_bh(&qp->sq_lock);
+		return;
+	}
+	sroce_stat_inc(qp->sdev, SROCE_CNT_TLP);
+	qp->comp.probes++;
+	qp->comp.rr_gap = false;
+	if (qp->comp.window > SROCE_GBN_RESTART_WINDOW)
+		qp->comp.window = SROCE_GBN_RESTART_WINDOW;
+	sroce_comp_rewind(qp);
+	spin_unlock_bh(&qp->sq_lock);
+	sroce_req_kick(qp, false);
+}
+
 static void sroce_comp_rnr_timeout(struct timer_list *t)
 {
 	struct sroce_qp *qp = timer_container_of(qp, t, comp.rnr_timer);
@@ -633,6 +714,7 @@ static void sroce_comp_rnr_timeout(struct timer_list *t)
 void sroce_comp_init(struct sroce_qp *qp)
 {
 	timer_setup(&qp->comp.retrans_timer, sroce_comp_retrans_timeout, 0);
+	timer_setup(&qp->comp.probe_timer, sroce_comp_probe_timeout, 0);
 	timer_setup(&qp->comp.rnr_timer, sroce_comp_rnr_timeout, 0);
 	qp->comp.window = SROCE_GBN_MAX_WINDOW;
 }
@@ -641,8 +723,14 @@ void sroce_comp_init(struct sroce_qp *qp)
 void sroce_comp_reset(struct sroce_qp *qp)
 {
 	timer_delete(&qp->comp.retrans_timer);
+	timer_delete(&qp->comp.probe_timer);
 	timer_delete(&qp->comp.rnr_timer);
 	qp->comp.idx = 0;
+	qp->comp.probes = 0;
+	qp->comp.rtt_on = false;
+	qp->comp.waiting = false;
+	qp->comp.gap_j = 0;
+	memset(&qp->comp.rtt, 0, sizeof(qp->comp.rtt));
 	qp->comp.psn = 0;
 	qp->comp.rnr_wait = false;
 	qp->comp.rr_gap = false;
@@ -688,5 +776,6 @@ bool sroce_comp_sqd_begin(struct sroce_qp *qp)
 void sroce_comp_stop(struct sroce_qp *qp)
 {
 	timer_delete_sync(&qp->comp.retrans_timer);
+	timer_delete_sync(&qp->comp.probe_timer);
 	timer_delete_sync(&qp->comp.rnr_timer);
 }

@@ -33,6 +33,7 @@
 #include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
 
+#include "proto/sroce_gbn.h"
 #include "proto/sroce_responder.h"
 #include "sroce_cc.h"
 
@@ -181,6 +182,15 @@ struct sroce_qp {
 		u8 retry_cnt;
 		u8 rnr_retry;
 		u8 backoff;		/* ACK timeout doublings (sroce_gbn.h) */
+		u8 probes;		/* tail loss probes since progress */
+		bool rtt_on;		/* the round trip from rtt_psn is timed */
+		bool progressed;	/* by the response being handled */
+		bool waiting;		/* requests outstanding at heard_j */
+		u32 rtt_psn;
+		u64 rtt_ns;		/* when rtt_psn was sent */
+		struct sroce_rtt rtt;
+		unsigned long heard_j;	/* the last response came */
+		unsigned long gap_j;	/* the gap before it, if waiting */
 		u32 window;		/* PSNs the requester may have in flight */
 		bool rnr_wait;
 		bool sqd_notified;	/* IB_EVENT_SQ_DRAINED sent */
@@ -196,6 +206,7 @@ struct sroce_qp {
 		u32 rr_idx;
 		u64 rr_have;
 		struct timer_list retrans_timer;
+		struct timer_list probe_timer;
 		struct timer_list rnr_timer;
 	} comp;
 

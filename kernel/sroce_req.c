@@ -246,6 +246,10 @@ static void sroce_req_advance(struct sroce_qp *qp,
 			      const struct sroce_req_pos *pos,
 			      const struct sroce_pkt *pkt)
 {
+	/* Below the highest PSN ever sent: this packet is a retransmission. */
+	bool resent = !pos->uc &&
+		      sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0;
+
 	if (pos->last) {
 		qp->req.psn = sroce_psn_add(st->first_psn, pos->npsn);
 		qp->req.offset = 0;
@@ -258,10 +262,14 @@ static void sroce_req_advance(struct sroce_qp *qp,
 		qp->req.psn = sroce_psn_add(qp->req.psn, 1);
 		qp->req.offset += pos->plen;
 	}
-	/* Below the highest PSN ever sent: this packet is a retransmission. */
-	if (!pos->uc && sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0) {
+	if (resent) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_PKTS);
 		trace_sroce_retransmit(qp, pkt);
+	} else if (pkt->bth.ack_req && !qp->comp.rtt_on) {
+		/* Time the round trip of a new packet that asks for an ACK. */
+		qp->comp.rtt_on = true;
+		qp->comp.rtt_psn = pkt->bth.psn;
+		qp->comp.rtt_ns = ktime_get_ns();
 	}
 	if (sroce_psn_diff(qp->req.psn, qp->req.psn_hi) > 0)
 		qp->req.psn_hi = qp->req.psn;
@@ -272,8 +280,14 @@ static void sroce_req_advance(struct sroce_qp *qp,
 	 * healthy burst on a slow host. A lost packet before it still gets
 	 * a sequence NAK from the responder.
 	 */
-	if (!pos->uc &&
-	    (pkt->bth.ack_req || !timer_pending(&qp->comp.retrans_timer)))
+	if (pos->uc ||
+	    (!pkt->bth.ack_req && timer_pending(&qp->comp.retrans_timer)))
+		return;
+	/* What a probe resends leaves the ACK timeout where it was. */
+	if (resent && qp->comp.probes &&
+	    timer_pending(&qp->comp.retrans_timer))
+		sroce_comp_arm_probe(qp);
+	else
 		sroce_comp_arm_retrans(qp);
 }
 

@@ -218,6 +218,7 @@ void sroce_sq_flush(struct sroce_qp *qp)
 		return;
 	}
 	timer_delete(&qp->comp.retrans_timer);
+	timer_delete(&qp->comp.probe_timer);
 	sroce_sq_fetch(qp);
 	for (n = qp->comp.idx; n != qp->req.fetched; n++) {
 		struct sroce_wqe_st *st = sroce_wst(qp, n);

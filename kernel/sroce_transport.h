@@ -85,6 +85,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload);
 bool sroce_comp_retire(struct sroce_qp *qp);
 void sroce_comp_arm_retrans(struct sroce_qp *qp);
+void sroce_comp_arm_probe(struct sroce_qp *qp);
 void sroce_comp_rewind(struct sroce_qp *qp);
 bool sroce_sqd_drained(struct sroce_qp *qp);
 void sroce_sqd_notify(struct sroce_qp *qp);

@@ -18,9 +18,16 @@
 # iterations; on both paths after 105 and 116 of 200 in 120 s
 # (2026-12-04). Now the rest of the SEND or WRITE being received that
 # comes ahead is placed at once (kernel/proto/sroce_responder.h), and the
-# hole's arrival completes the run. Checks: rping completes with its data
-# verified, within 150 s; in case 1, B placed requests ahead
-# (out_of_seq_placed) and B's responder sent sequence NAKs.
+# hole's arrival completes the run. Even then, on both paths each end lost
+# a last packet (a READ request, a WRITE's last, a SEND, an ACK) with
+# nothing after it about once every 10 iterations, and waited for the ACK
+# timeout: 29 timeouts, 55 s. Now a requester that hears nothing for a
+# probe timeout (2 srtt + 4 rttvar, at least 10 ms) with few PSNs
+# outstanding goes back N at once (kernel/proto/sroce_gbn.h): 0 timeouts,
+# 12-15 s. Checks: rping completes with its data verified, within 150 s;
+# in case 1, B placed requests ahead (out_of_seq_placed) and B's responder
+# sent sequence NAKs; in case 2, A and B had fewer than 10 ACK timeouts
+# and sent tail loss probes.
 export SR_TAG=rq # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -62,7 +69,7 @@ rping_case() {
 # counters DEV: the counters this test reports, "name=value ...".
 counters() {
 	local c line=
-	for c in out_of_seq_placed out_of_seq_request seq_nak_sent duplicate_request retry_timeouts; do
+	for c in out_of_seq_placed out_of_seq_request seq_nak_sent duplicate_request retry_timeouts tail_loss_probes; do
 		line+="$c=$(sr_hwc "$1" "$c") "
 	done
 	echo "$line"
@@ -90,5 +97,16 @@ subtest_verdict "requests reordered, lost, duplicated: rping -V 200 x 16 KiB" "$
 check tc -n "$nsb" qdisc add dev "$vb" root netem $netem
 log "netem on $vb too (B -> A): $netem"
 why=
-rping_case "both impaired" && log "A: $(counters "$da"); B: $(counters "$db")"
+t0=$(($(sr_hwc "$da" retry_timeouts) + $(sr_hwc "$db" retry_timeouts)))
+p0=$(($(sr_hwc "$da" tail_loss_probes) + $(sr_hwc "$db" tail_loss_probes)))
+if rping_case "both impaired"; then
+	log "A: $(counters "$da"); B: $(counters "$db")"
+	timeouts=$(($(sr_hwc "$da" retry_timeouts) + $(sr_hwc "$db" retry_timeouts) - t0))
+	probes=$(($(sr_hwc "$da" tail_loss_probes) + $(sr_hwc "$db" tail_loss_probes) - p0))
+	if ((timeouts >= 10)); then
+		why="$timeouts ACK timeouts (A and B; < 10 expected: a lost last packet is found by a tail loss probe)"
+	elif ((probes == 0)); then
+		why="no tail loss probe (tail_loss_probes +0) where 2% of the packets are lost"
+	fi
+fi
 subtest_verdict "both directions reordered, lost, duplicated: rping -V 200 x 16 KiB" "$why"

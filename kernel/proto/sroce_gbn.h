@@ -38,6 +38,80 @@
 /* ...but never more than the largest retry count (3 bits). */
 #define SROCE_RTO_MAX_BACKOFF		7
 
+/*
+ * Tail loss probes. A packet lost with nothing sent after it (a READ
+ * request, a message's last packet, its ACK, a sequence NAK, the resend
+ * of a hole) shows itself to no one: go-back-N learns of it at the ACK
+ * timeout, which RDMA CM sets to seconds on RoCE. So when nothing has been
+ * heard from the peer for a probe timeout, PTO = 2 srtt + 4 rttvar of the
+ * measured round trip (RFC 6298's estimator; at least SROCE_TLP_MIN_NS,
+ * TCP's floor, and twice the last gap between two responses that came
+ * while the requester waited: a peer that paces its READ responses is not
+ * asked again between two of them), the requester goes back to the oldest unacknowledged PSN
+ * as after a timeout, but without charging the retry count or backing the
+ * timeout off, and with at most SROCE_GBN_RESTART_WINDOW PSNs resent. It
+ * probes only the tail of what it sent: with at most SROCE_TLP_INFLIGHT
+ * PSNs outstanding (a longer burst reveals a loss by the packets after it,
+ * and a peer that is slow to drain one must not be sent it again). Each
+ * further probe waits twice as long; there are at most SROCE_TLP_MAX in a
+ * row without progress, and only while a probe comes well before the ACK
+ * timeout (twice its wait is within it), which stays the judge of a dead
+ * peer. What goes on the wire is what a timeout sends: IRN's RTO_low and
+ * TCP's tail loss probe are the models.
+ */
+#define SROCE_TLP_MIN_NS	10000000ull	/* 10 ms */
+#define SROCE_TLP_MAX		3
+#define SROCE_TLP_INFLIGHT	SROCE_GBN_RESTART_WINDOW
+
+/* Round-trip estimate in µs; srtt_us 0: no sample yet. */
+struct sroce_rtt {
+	u32 srtt_us;
+	u32 rttvar_us;
+};
+
+/* Add a round-trip sample of @us µs (RFC 6298 2.2, 2.3). */
+static inline void sroce_rtt_sample(struct sroce_rtt *r, u32 us)
+{
+	u32 diff;
+
+	if (!us)
+		us = 1;
+	if (!r->srtt_us) {
+		r->srtt_us = us;
+		r->rttvar_us = us / 2;
+		return;
+	}
+	diff = r->srtt_us > us ? r->srtt_us - us : us - r->srtt_us;
+	r->rttvar_us = r->rttvar_us - r->rttvar_us / 4 + diff / 4;
+	r->srtt_us = r->srtt_us - r->srtt_us / 8 + us / 8;
+	if (!r->srtt_us)
+		r->srtt_us = 1;
+}
+
+/*
+ * The wait before probe number @probes + 1, in ns, with @inflight PSNs
+ * outstanding, the last response gap @gap_ns and ACK timeout @rto_ns; 0:
+ * no probe (no round trip measured yet, nothing or too much outstanding,
+ * SROCE_TLP_MAX sent, or the timeout is too short for probes to come well
+ * before it).
+ */
+static inline u64 sroce_tlp_pto_ns(const struct sroce_rtt *r, u8 probes,
+				   s32 inflight, u64 gap_ns, u64 rto_ns)
+{
+	u64 ns;
+
+	if (!r->srtt_us || probes >= SROCE_TLP_MAX || inflight < 1 ||
+	    inflight > SROCE_TLP_INFLIGHT)
+		return 0;
+	ns = (2ull * r->srtt_us + 4ull * r->rttvar_us) * 1000;
+	if (ns < SROCE_TLP_MIN_NS)
+		ns = SROCE_TLP_MIN_NS;
+	if (ns < 2 * gap_ns)
+		ns = 2 * gap_ns;
+	ns <<= probes;
+	return 2 * ns <= rto_ns ? ns : 0;
+}
+
 /* What one response means for the requester: the completer's verdict. */
 enum sroce_comp_verdict {
 	SROCE_COMP_OK,		/* progress, or nothing (a stale or bad response) */

@@ -6,6 +6,10 @@
 // reaches, and which NAK each execution verdict becomes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
 extern "C" {
 #include "sroce_responder.h"
 }
@@ -313,6 +317,191 @@ TEST(ResponderAhead, WhereAWriteEnds)
 		sroce_resp_write_end(c.resid, mtu, &d, &len);
 		EXPECT_EQ(d, c.last_d) << c.resid;
 		EXPECT_EQ(len, c.last_len) << c.resid;
+	}
+}
+
+// The rules above, composed: a responder that executes packets at ePSN
+// and places the rest of the current message ahead of it (as
+// sroce_resp.c does with them), fed WRITE and SEND messages by a
+// go-back-N requester over a path that shuffles, loses and duplicates
+// every pass. Whatever the order, every message must end up whole where
+// it belongs, complete once with its length, and nothing may be written
+// outside it - except that a SEND's MIDDLE placed before its LAST came
+// may turn out to be the next SEND's, past the completed byte_len.
+struct AheadModel {
+	static constexpr u32 mtu = 64;
+	struct Pkt {
+		u32 psn, msg, off, len;
+		u8 pos;
+	};
+	struct Msg {
+		bool send;
+		u32 len, first_psn;
+	};
+	std::vector<Msg> msgs;
+	std::vector<Pkt> pkts;
+	std::vector<std::vector<u8>> src, dst;	// per message
+	std::vector<int> completions;
+	std::vector<u32> byte_len;
+	// responder state
+	u32 epsn = 0, cur = 0, resid = 0, woff = 0;
+	bool in_msg = false;
+	u64 have = 0;
+	bool last_known = false;
+	u32 last_psn = 0, last_len = 0;
+
+	AheadModel(std::mt19937 &rng, int n)
+	{
+		u32 psn = 0;
+
+		for (int m = 0; m < n; m++) {
+			u32 len = 1 + rng() % (6 * mtu);
+			u32 npk = (len + mtu - 1) / mtu;
+
+			msgs.push_back({bool(rng() & 1), len, psn});
+			src.emplace_back(len);
+			for (auto &b : src.back())
+				b = u8(rng());
+			// a receive WQE or MR larger than the message
+			dst.emplace_back(len + 3 * mtu, 0xee);
+			for (u32 i = 0; i < npk; i++) {
+				u8 pos = npk == 1 ? SROCE_POS_ONLY :
+					 i == 0 ? SROCE_POS_FIRST :
+					 i == npk - 1 ? SROCE_POS_LAST :
+					 SROCE_POS_MIDDLE;
+				pkts.push_back({psn++, u32(m), i * mtu,
+						std::min(mtu, len - i * mtu), pos});
+			}
+		}
+		completions.assign(n, 0);
+		byte_len.assign(n, 0);
+	}
+
+	void place(const Pkt &p, u32 at)
+	{
+		std::copy_n(src[p.msg].begin() + p.off, p.len,
+			    dst[cur].begin() + at);
+	}
+
+	// The message in progress moves past one packet of @len bytes.
+	void advance(u32 len, bool last)
+	{
+		woff += len;
+		if (!msgs[cur].send)
+			resid -= len;
+		if (last) {
+			completions[cur]++;
+			byte_len[cur] = woff;
+			in_msg = false;
+			cur++;
+		}
+	}
+
+	void rcv(const Pkt &p)
+	{
+		s32 d = sroce_psn_diff(p.psn, epsn);
+
+		if (d > 0) {
+			u32 last_d = SROCE_RESP_END_UNKNOWN, last_l = 0;
+
+			if (!in_msg || p.msg < cur)
+				return;
+			if (!msgs[cur].send)
+				sroce_resp_write_end(resid, mtu, &last_d, &last_l);
+			else if (last_known)
+				last_d = last_psn - epsn;
+			if (!sroce_resp_ahead_ok(p.pos, d, p.len, mtu, last_d,
+						 last_l, have))
+				return;
+			// ... and into the receive WQE's room (the MR's
+			// bounds, for a WRITE, are the RETH's).
+			if (woff + d * mtu + p.len > dst[cur].size())
+				return;
+			// Where the responder thinks it goes: d MTUs on, in
+			// the current message (a SEND's may be the next one's).
+			place(p, woff + d * mtu);
+			have |= 1ULL << (d - 1);
+			if (p.pos == SROCE_POS_LAST) {
+				last_known = true;
+				last_psn = p.psn;
+				last_len = p.len;
+			}
+			return;
+		}
+		if (d < 0)
+			return;
+		ASSERT_EQ(p.msg, cur) << "in sequence, the packet is the current message's";
+		ASSERT_TRUE(sroce_resp_segment_ok(p.pos, in_msg, p.len, mtu));
+		if (sroce_pos_first(p.pos)) {
+			in_msg = true;
+			woff = 0;
+			resid = msgs[cur].len;
+			have = 0;
+			last_known = false;
+		}
+		place(p, woff);
+		epsn++;
+		advance(p.len, sroce_pos_last(p.pos));
+		if (!in_msg || p.pos != SROCE_POS_MIDDLE) {
+			have = 0;
+			last_known = false;
+			return;
+		}
+		for (u32 k = sroce_ahead_run(&have); k; k--) {
+			bool last = last_known && epsn == last_psn;
+
+			epsn++;
+			advance(last ? last_len : mtu, last);
+			if (last) {
+				have = 0;
+				last_known = false;
+				return;
+			}
+		}
+	}
+};
+
+TEST(ResponderAhead, ShuffledLossyGoBackNDeliversEveryMessageWhole)
+{
+	for (unsigned seed = 1; seed <= 300; seed++) {
+		std::mt19937 rng(seed);
+		AheadModel m(rng, 6);
+		int passes = 0;
+
+		while (m.epsn < m.pkts.size() && passes++ < 2000) {
+			// One go-back-N pass from ePSN, shuffled within a few
+			// places (jitter), 15 % lost, 5 % duplicated.
+			std::vector<AheadModel::Pkt> pass(m.pkts.begin() + m.epsn,
+							  m.pkts.end());
+			for (size_t i = 0; i + 1 < pass.size(); i++)
+				std::swap(pass[i], pass[std::min(pass.size() - 1,
+						i + rng() % 4)]);
+			for (const auto &p : pass) {
+				if (rng() % 100 < 15)
+					continue;
+				m.rcv(p);
+				if (rng() % 100 < 5)
+					m.rcv(p);
+				if (::testing::Test::HasFatalFailure())
+					return;
+			}
+		}
+		ASSERT_EQ(m.epsn, m.pkts.size()) << "seed " << seed;
+		for (size_t i = 0; i < m.msgs.size(); i++) {
+			const auto &msg = m.msgs[i];
+
+			EXPECT_EQ(m.completions[i], 1) << "seed " << seed << " msg " << i;
+			EXPECT_EQ(m.byte_len[i], msg.len) << "seed " << seed << " msg " << i;
+			EXPECT_TRUE(std::equal(m.src[i].begin(), m.src[i].end(),
+					       m.dst[i].begin()))
+				<< "seed " << seed << " msg " << i << " differs";
+			if (!msg.send) {
+				EXPECT_TRUE(std::all_of(m.dst[i].begin() + msg.len,
+							m.dst[i].end(),
+							[](u8 b) { return b == 0xee; }))
+					<< "seed " << seed << ": a WRITE wrote past its end";
+			}
+		}
 	}
 }
 

@@ -38,7 +38,7 @@ source "$ROOT/tools/summary.sh"
 # the wire-side ones (sec_wire: forged local packets, duplicate READs,
 # oversize datagrams, a backlog flood behind a READ stream, rdma link add
 # racing with netdev removal). CI runs all of them on every run (.ci/run).
-DEFAULT_TESTS="teardown_traffic wire_hostile hostile_ring sroce_netdev_removal sroce_link_cycle sroce_load_unload rc_impair dcqcn_basic sec_local sec_wire"
+DEFAULT_TESTS="teardown_traffic wire_hostile hostile_ring sroce_netdev_removal sroce_link_cycle sroce_load_unload rc_impair dcqcn_basic sec_local sec_wire rc_req_reorder"
 
 die() { echo "test-debug: $*" >&2; exit 1; }
 say() { echo "test-debug: $*" >&2; }

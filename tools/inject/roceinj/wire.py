@@ -4,6 +4,7 @@ import ctypes
 import os
 import socket
 import struct
+import subprocess
 import zlib
 
 from .proto import (_FF8, ETH_P_ALL, ETH_P_IP, ETH_P_IPV6, HDR_LEN, NAK_ACC, NAK_INV, NAK_OP,
@@ -180,6 +181,22 @@ class Wire:
         for f in frames:
             self.sock.send(f)
         self.sent += len(frames)
+
+    def send_together(self, frames):
+        """Send @frames so that the target receives them back to back, in
+        one softirq run, however this process is scheduled between its
+        send calls: they wait in a plug qdisc on the sending veth end and
+        leave it together. Released, the plug stays as a plain FIFO (deleting
+        it could drop what it has not passed on yet)."""
+        def plug(*args):
+            subprocess.run(["ip", "netns", "exec", self.ns, "tc", "qdisc", args[0], "dev",
+                            self.ifname, "root", "plug"] + list(args[1:]),
+                           check=True, capture_output=True)
+        plug("replace")
+        try:
+            self.send(frames)
+        finally:
+            plug("change", "release_indefinite")
 
     # --- sniffer ----------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import zlib
 
 from .proto import (_FF8, ETH_P_ALL, ETH_P_IP, ETH_P_IPV6, HDR_LEN, NAK_ACC, NAK_INV, NAK_OP,
                     NAK_SEQ, PHANTOM_BASE, PHANTOM_SPAN, RC_ACK, RC_ATOMIC_ACK, RC_READ_RESP_FIRST,
-                    RC_READ_RESP_ONLY, ROCE_PORT, SO_RCVBUFFORCE, icrc, inet_csum)
+                    RC_READ_RESP_ONLY, ROCE_PORT, SO_RCVBUFFORCE, icrc, inet_csum, log)
 
 
 class NetNS:
@@ -187,16 +187,27 @@ class Wire:
         one softirq run, however this process is scheduled between its
         send calls: they wait in a plug qdisc on the sending veth end and
         leave it together. Released, the plug stays as a plain FIFO (deleting
-        it could drop what it has not passed on yet)."""
+        it could drop what it has not passed on yet). A kernel without the
+        plug qdisc (the debug lane's: CONFIG_NET_SCH_PLUG is not set) gets
+        them one by one, as send() does, and a log line says so."""
         def plug(*args):
-            subprocess.run(["ip", "netns", "exec", self.ns, "tc", "qdisc", args[0], "dev",
-                            self.ifname, "root", "plug"] + list(args[1:]),
-                           check=True, capture_output=True)
-        plug("replace")
+            return subprocess.run(["ip", "netns", "exec", self.ns, "tc", "qdisc", args[0],
+                                   "dev", self.ifname, "root", "plug"] + list(args[1:]),
+                                  capture_output=True, text=True)
+        r = plug("replace")
+        if r.returncode:
+            why = (r.stderr or r.stdout).strip().splitlines()
+            log("    (no plug qdisc here: %s; the %d frame(s) go one by one)"
+                % (why[-1] if why else "tc failed", len(frames)))
+            self.send(frames)
+            return
         try:
             self.send(frames)
         finally:
-            plug("change", "release_indefinite")
+            r = plug("change", "release_indefinite")
+            if r.returncode:
+                raise RuntimeError("tc: the plug qdisc on %s was not released: %s"
+                                   % (self.ifname, r.stderr.strip()))
 
     # --- sniffer ----------------------------------------------------------------
 

@@ -105,23 +105,32 @@ bool sroce_comp_retire(struct sroce_qp *qp)
 	return err;
 }
 
-/* PSNs sent and not acknowledged, whichever pass sent them. sq_lock held. */
-static s32 sroce_comp_inflight(const struct sroce_qp *qp)
+/* Nothing sent is unacknowledged, no WQE waits. sq_lock held. */
+static bool sroce_comp_idle(const struct sroce_qp *qp)
 {
-	return sroce_psn_diff(qp->req.psn_hi, qp->comp.psn);
+	return qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched;
 }
 
 /*
- * Time the next tail loss probe (sroce_gbn.h), if one may come: one jiffy
- * more than the wait, so that it never fires early at a tick. sq_lock held.
+ * The wait before the next tail loss probe (sroce_gbn.h), 0 if none may
+ * come: PSNs sent and not acknowledged count whichever pass sent them.
+ * sq_lock held.
+ */
+static u64 sroce_comp_pto_ns(const struct sroce_qp *qp)
+{
+	return sroce_tlp_pto_ns(&qp->comp.rtt, qp->comp.probes,
+				sroce_psn_diff(qp->req.psn_hi, qp->comp.psn),
+				jiffies_to_nsecs(qp->comp.gap_j),
+				sroce_rto_ns(qp->attr.timeout, qp->comp.backoff));
+}
+
+/*
+ * Time the next tail loss probe, if one may come: one jiffy more than the
+ * wait, so that it never fires early at a tick. sq_lock held.
  */
 void sroce_comp_arm_probe(struct sroce_qp *qp)
 {
-	u64 pto = sroce_tlp_pto_ns(&qp->comp.rtt, qp->comp.probes,
-				   sroce_comp_inflight(qp),
-				   jiffies_to_nsecs(qp->comp.gap_j),
-				   sroce_rto_ns(qp->attr.timeout,
-						qp->comp.backoff));
+	u64 pto = sroce_comp_pto_ns(qp);
 
 	if (!pto || test_bit(SROCE_QPF_DYING, &qp->flags))
 		return;
@@ -545,7 +554,6 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 {
 	enum sroce_comp_verdict v = SROCE_COMP_OK;
 	bool err, kick, drained, timed, idle;
-	u64 sent_ns;
 	enum ib_qp_state state = READ_ONCE(qp->state);
 
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD) {
@@ -558,7 +566,6 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	timed = qp->comp.rtt_on &&
 		sroce_psn_diff(pkt->bth.psn, qp->comp.rtt_psn) >= 0 &&
 		sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0;
-	sent_ns = qp->comp.rtt_ns;
 	qp->comp.progressed = false;
 	switch (pkt->info->kind) {
 	case SROCE_KIND_ACK:
@@ -586,7 +593,8 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	/* ... if it was a valid one that acknowledged something. */
 	if (timed && qp->comp.progressed) {
 		sroce_rtt_sample(&qp->comp.rtt,
-				 (u32)min_t(u64, div_u64(ktime_get_ns() - sent_ns,
+				 (u32)min_t(u64, div_u64(ktime_get_ns() -
+							 qp->comp.rtt_ns,
 							 NSEC_PER_USEC),
 					    U32_MAX));
 		qp->comp.rtt_on = false;
@@ -594,7 +602,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	if (v == SROCE_COMP_RETRY)
 		sroce_comp_rewind(qp);
 	err = sroce_comp_retire(qp) || v == SROCE_COMP_FATAL;
-	idle = qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched;
+	idle = sroce_comp_idle(qp);
 	/* How long the peer was silent while the requester waited. */
 	qp->comp.gap_j = qp->comp.waiting ? jiffies - qp->comp.heard_j :
 					    qp->comp.gap_j / 2;
@@ -630,8 +638,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 	bool fatal = false;
 
 	spin_lock_bh(&qp->sq_lock);
-	if (READ_ONCE(qp->state) != IB_QPS_RTS ||
-	    (qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched)) {
+	if (READ_ONCE(qp->state) != IB_QPS_RTS || sroce_comp_idle(qp)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}
@@ -682,11 +689,7 @@ static void sroce_comp_probe_timeout(struct timer_list *t)
 
 	spin_lock_bh(&qp->sq_lock);
 	if (READ_ONCE(qp->state) != IB_QPS_RTS || qp->comp.rnr_wait ||
-	    (qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched) ||
-	    !sroce_tlp_pto_ns(&qp->comp.rtt, qp->comp.probes,
-			      sroce_comp_inflight(qp),
-			      jiffies_to_nsecs(qp->comp.gap_j),
-			      sroce_rto_ns(qp->attr.timeout, qp->comp.backoff))) {
+	    sroce_comp_idle(qp) || !sroce_comp_pto_ns(qp)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}

@@ -603,18 +603,16 @@ static bool sroce_resp_ahead_run(struct sroce_qp *qp,
 {
 	struct sroce_resp_ahead *a = &qp->resp.ahead;
 	bool send = a->kind == SROCE_KIND_SEND;
-	u64 ackreq = a->ackreq;
-	bool ack;
+	bool ack = false;
 	u32 k;
 
 	if (!a->have)
 		return false;
 	if (pkt->info->kind != a->kind || pkt->info->pos != SROCE_POS_MIDDLE ||
 	    qp->resp.in_send != send || qp->resp.in_write == send)
-		goto over;
+		goto forget;
 	k = sroce_ahead_run(&a->have);
-	ack = k && (ackreq & (k >= SROCE_AHEAD_MAX ? ~0ULL : (1ULL << k) - 1));
-	a->ackreq = k + 1 >= SROCE_AHEAD_MAX ? 0 : ackreq >> (k + 1);
+	ack = sroce_ahead_consume(&a->ackreq, k);
 	for (; k; k--) {
 		u32 psn = qp->resp.epsn;
 		bool last = a->last && psn == a->last_psn;
@@ -639,15 +637,12 @@ static bool sroce_resp_ahead_run(struct sroce_qp *qp,
 					    a->last_se);
 		}
 		qp->resp.msn = sroce_msn_inc(qp->resp.msn);
-		goto over_ack;
+		goto forget;
 	}
 	return ack;
-over_ack:
+forget:
 	memset(a, 0, sizeof(*a));
 	return ack;
-over:
-	memset(a, 0, sizeof(*a));
-	return false;
 }
 
 /*

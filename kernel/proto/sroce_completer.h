@@ -190,10 +190,9 @@ static inline bool sroce_read_resp_gap(u32 psn, u32 expect, u32 next,
  * on of the READ, whichever request asked for it, so one that arrives ahead
  * of the awaited one is placed at once (a requester owns the READ's buffer
  * until the READ completes) instead of being dropped and asked for again:
- * a bitmap (@have) says which of the SROCE_RR_AHEAD PSNs after the awaited
- * one are in place, bit i for awaited + 1 + i (sroce_psn.h).
+ * a bitmap (@have) says which of the SROCE_AHEAD_MAX PSNs after the
+ * awaited one are in place, bit i for awaited + 1 + i (sroce_psn.h).
  */
-#define SROCE_RR_AHEAD SROCE_AHEAD_MAX
 
 /*
  * May the response @d PSNs after the awaited one, at position @pos, be
@@ -207,8 +206,7 @@ static inline bool sroce_read_resp_gap(u32 psn, u32 expect, u32 next,
 static inline bool sroce_read_resp_ahead(enum sroce_op_pos pos, u32 d,
 					 u32 last_d, u64 have)
 {
-	if (d < 1 || d > SROCE_RR_AHEAD || d > last_d ||
-	    sroce_ahead_has(have, d))
+	if (!sroce_ahead_open(have, d, last_d))
 		return false;
 	return d == last_d ? pos == SROCE_POS_LAST : pos == SROCE_POS_MIDDLE;
 }

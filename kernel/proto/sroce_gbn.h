@@ -47,9 +47,10 @@
  * measured round trip (RFC 6298's estimator; at least SROCE_TLP_MIN_NS,
  * TCP's floor, and twice the last gap between two responses that came
  * while the requester waited: a peer that paces its READ responses is not
- * asked again between two of them), the requester goes back to the oldest unacknowledged PSN
- * as after a timeout, but without charging the retry count or backing the
- * timeout off, and with at most SROCE_GBN_RESTART_WINDOW PSNs resent. It
+ * asked again between two of them), the requester goes back to the oldest
+ * unacknowledged PSN as after a timeout, but without charging the retry
+ * count or backing the timeout off, and with at most
+ * SROCE_GBN_RESTART_WINDOW PSNs resent. It
  * probes only the tail of what it sent: with at most SROCE_TLP_INFLIGHT
  * PSNs outstanding (a longer burst reveals a loss by the packets after it,
  * and a peer that is slow to drain one must not be sent it again). Each

@@ -75,10 +75,35 @@ static inline bool sroce_ahead_has(u64 have, u32 d)
 	return d >= 1 && d <= SROCE_AHEAD_MAX && ((have >> (d - 1)) & 1);
 }
 
+/*
+ * May the PSN @d after the awaited one be placed, with the message's (or
+ * READ's) last PSN @last_d after it? Within the bitmap's reach, not past
+ * the last PSN, and not in place already (a duplicate).
+ */
+static inline bool sroce_ahead_open(u64 have, u32 d, u32 last_d)
+{
+	return d >= 1 && d <= SROCE_AHEAD_MAX && d <= last_d &&
+	       !sroce_ahead_has(have, d);
+}
+
 /* Is any PSN more than @d after the awaited one in place? */
 static inline bool sroce_ahead_beyond(u64 have, u32 d)
 {
 	return d < SROCE_AHEAD_MAX && (have >> d);
+}
+
+/*
+ * The awaited PSN and the @k after it are done with: the bits of those @k
+ * in a bitmap of the PSNs after the awaited one (@bits: which were placed,
+ * or which of them asked for something), and the bitmap moved on to the
+ * PSN after them.
+ */
+static inline u64 sroce_ahead_consume(u64 *bits, u32 k)
+{
+	u64 done = k >= SROCE_AHEAD_MAX ? *bits : *bits & ((1ULL << k) - 1);
+
+	*bits = k + 1 >= SROCE_AHEAD_MAX ? 0 : *bits >> (k + 1);
+	return done;
 }
 
 /*
@@ -92,7 +117,7 @@ static inline u32 sroce_ahead_run(u64 *have)
 
 	while (k < SROCE_AHEAD_MAX && ((*have >> k) & 1))
 		k++;
-	*have = k + 1 >= SROCE_AHEAD_MAX ? 0 : *have >> (k + 1);
+	sroce_ahead_consume(have, k);
 	return k;
 }
 

@@ -194,8 +194,7 @@ static inline bool sroce_resp_backlog_reaches(s32 d, u32 slots)
 static inline bool sroce_resp_ahead_ok(u8 pos, u32 d, u32 len, u32 mtu,
 				       u32 last_d, u32 last_len, u64 have)
 {
-	if (d < 1 || d > SROCE_AHEAD_MAX || d > last_d ||
-	    sroce_ahead_has(have, d))
+	if (!sroce_ahead_open(have, d, last_d))
 		return false;
 	if (pos == SROCE_POS_MIDDLE)
 		return d < last_d && len == mtu;

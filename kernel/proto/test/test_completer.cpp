@@ -236,11 +236,11 @@ TEST(CompleterRead, AResponseAheadIsPlacedOnce)
 	for (auto c : cases)
 		EXPECT_EQ(sroce_read_resp_ahead(c.pos, c.d, 8, c.have), c.want)
 			<< c.why;
-	EXPECT_TRUE(sroce_read_resp_ahead(M, SROCE_RR_AHEAD, 1000, 0))
+	EXPECT_TRUE(sroce_read_resp_ahead(M, SROCE_AHEAD_MAX, 1000, 0))
 		<< "the bitmap's last bit";
-	EXPECT_FALSE(sroce_read_resp_ahead(M, SROCE_RR_AHEAD + 1, 1000, 0))
+	EXPECT_FALSE(sroce_read_resp_ahead(M, SROCE_AHEAD_MAX + 1, 1000, 0))
 		<< "beyond the bitmap: dropped, asked for again later";
-	EXPECT_FALSE(sroce_read_resp_ahead(M, SROCE_RR_AHEAD, 1000, 1ULL << 63))
+	EXPECT_FALSE(sroce_read_resp_ahead(M, SROCE_AHEAD_MAX, 1000, 1ULL << 63))
 		<< "the bitmap's last bit, in place already";
 }
 

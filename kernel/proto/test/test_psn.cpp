@@ -64,3 +64,30 @@ TEST(Psn, Window)
 	EXPECT_FALSE(sroce_psn_in_window(7, 7, 0));
 	EXPECT_TRUE(sroce_psn_in_window(6, 7, 0x1000000));
 }
+
+// The awaited PSN and k after it are done: the bits of those k come back
+// (which of them asked for an ACK, say), and the bitmap moves past them.
+TEST(PsnAhead, ConsumedRunAndTheRestMovedOn)
+{
+	struct {
+		uint64_t bits;
+		uint32_t k;
+		uint64_t done, after;
+	} cases[] = {
+		{0xb, 2, 0x3, 0x1},		// two done; bit 3 is now bit 0
+		{0xb, 0, 0x0, 0x5},		// only the awaited one
+		{~0ULL, 64, ~0ULL, 0},		// the whole bitmap
+		{~0ULL, 63, ~0ULL >> 1, 0},	// all but the last bit, then past it
+	};
+	for (auto c : cases) {
+		u64 bits = c.bits;
+
+		EXPECT_EQ(sroce_ahead_consume(&bits, c.k), c.done) << c.k;
+		EXPECT_EQ(bits, c.after) << c.k;
+	}
+	EXPECT_TRUE(sroce_ahead_open(0, 1, 1));
+	EXPECT_FALSE(sroce_ahead_open(0, 0, 5)) << "the awaited one is not ahead";
+	EXPECT_FALSE(sroce_ahead_open(0, 6, 5)) << "past the last PSN";
+	EXPECT_FALSE(sroce_ahead_open(0, 65, 100)) << "past the bitmap";
+	EXPECT_FALSE(sroce_ahead_open(0x2, 2, 5)) << "in place already";
+}

@@ -460,6 +460,34 @@ sr_untrapped() {
 	"$@"
 }
 
+# sr_rping NS_S ADDR NS_C SERVER_SECS CLIENT_SECS DIR [RPING_ARGS...]: an
+# rping server on ADDR in namespace NS_S and, once its RDMA CM ID listens, a
+# client from NS_C, both with RPING_ARGS and each under its time limit;
+# their output in DIR/server and DIR/client. Sets sr_rping_rc and
+# sr_rping_src (the exit statuses), sr_rping_done (the client's "ping data"
+# lines) and sr_rping_secs. Returns 1, with sr_rping_why, if the server
+# never listened.
+# shellcheck disable=SC2034 # the variables are the caller's
+sr_rping() {
+	local ns_s=$1 addr=$2 ns_c=$3 ts=$4 tc=$5 dir=$6 start=$SECONDS spid
+	shift 6
+	sr_rping_rc=0 sr_rping_src=0 sr_rping_done=0 sr_rping_why=
+	ip netns exec "$ns_s" timeout "$ts" rping -s -a "$addr" "$@" >"$dir/server" 2>&1 &
+	spid=$!
+	# The server must be listening before the client resolves the route.
+	if ! wait_for "rdma res show cm_id 2>/dev/null | grep 'state LISTEN' | grep -q 'comm rping ' || ! kill -0 $spid" 30 ||
+		! kill -0 "$spid" 2>/dev/null; then
+		kill "$spid" 2>/dev/null
+		wait "$spid"
+		sr_rping_why="no listening rping server: $(xargs <"$dir/server")"
+		return 1
+	fi
+	ip netns exec "$ns_c" timeout "$tc" rping -c -v -a "$addr" "$@" >"$dir/client" 2>&1 || sr_rping_rc=$?
+	wait "$spid" || sr_rping_src=$?
+	sr_rping_done=$(grep -c 'ping data' "$dir/client" || true)
+	sr_rping_secs=$((SECONDS - start))
+}
+
 # sr_listening NS PORT: something listens on TCP PORT in namespace NS.
 sr_listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
 

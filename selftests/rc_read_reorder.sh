@@ -42,20 +42,8 @@ log "netem on $vb (B -> A: the READ responses): $netem"
 subtest_begin "READ responses reordered, lost, duplicated: rping -V 200 x 16 KiB"
 t0=$(sr_hwc "$da" retry_timeouts)
 imp0=$(sr_hwc "$da" implied_nak_seq_err)
-start=$SECONDS
-ip netns exec "$nsa" timeout 300 rping -s -a 10.83.0.1 -V -C 200 -S 16384 >"$tmp/server" 2>&1 &
-spid=$!
-defer_quiet kill "$spid"
-# The server must be listening before the client resolves the route.
-wait_for "rdma res show cm_id 2>/dev/null | grep 'state LISTEN' | grep -q 'comm rping ' || ! kill -0 $spid" 30 ||
-	fail "no listening RDMA CM ID of rping"
-kill -0 "$spid" 2>/dev/null || fail "the rping server exited: $(xargs <"$tmp/server")"
-rc=0
-ip netns exec "$nsb" timeout 240 rping -c -v -a 10.83.0.1 -V -C 200 -S 16384 >"$tmp/client" 2>&1 || rc=$?
-src=0
-wait "$spid" || src=$?
-took=$((SECONDS - start))
-done_n=$(grep -c 'ping data' "$tmp/client" || true)
+sr_rping "$nsa" 10.83.0.1 "$nsb" 300 240 "$tmp" -V -C 200 -S 16384 || fail "$sr_rping_why"
+rc=$sr_rping_rc src=$sr_rping_src done_n=$sr_rping_done took=$sr_rping_secs
 timeouts=$(($(sr_hwc "$da" retry_timeouts) - t0))
 implied=$(($(sr_hwc "$da" implied_nak_seq_err) - imp0))
 log "rping: client exit $rc, server exit $src, $done_n of 200 iterations in $took s; A: $timeouts ACK timeouts, $implied implied NAKs (READ responses asked for again); B: $(sr_hwc "$db" retry_timeouts) ACK timeouts"

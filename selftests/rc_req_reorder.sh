@@ -45,23 +45,13 @@ netem="delay 1ms 1ms loss 2% duplicate 2%"
 # rping_case NAME: 200 rping -V iterations of 16 KiB, A the server; sets
 # why (and fails) unless both ends complete them.
 rping_case() {
-	local rc=0 src=0 start=$SECONDS spid done_n
-	ip netns exec "$nsa" timeout 160 rping -s -a 10.84.0.1 -V -C 200 -S 16384 >"$tmp/server" 2>&1 &
-	spid=$!
-	# The server must be listening before the client resolves the route.
-	if ! wait_for "rdma res show cm_id 2>/dev/null | grep 'state LISTEN' | grep -q 'comm rping ' || ! kill -0 $spid" 30 ||
-		! kill -0 "$spid" 2>/dev/null; then
-		kill "$spid" 2>/dev/null
-		wait "$spid"
-		why="no listening rping server: $(xargs <"$tmp/server")"
+	sr_rping "$nsa" 10.84.0.1 "$nsb" 160 150 "$tmp" -V -C 200 -S 16384 || {
+		why=$sr_rping_why
 		return 1
-	fi
-	ip netns exec "$nsb" timeout 150 rping -c -v -a 10.84.0.1 -V -C 200 -S 16384 >"$tmp/client" 2>&1 || rc=$?
-	wait "$spid" || src=$?
-	done_n=$(grep -c 'ping data' "$tmp/client" || true)
-	log "$1: client exit $rc, server exit $src, $done_n of 200 iterations in $((SECONDS - start)) s"
-	if ((rc != 0 || src != 0 || done_n != 200)); then
-		why="rping did not complete: client exit $rc, server exit $src after $done_n of 200 iterations (client: $(tail -n 1 "$tmp/client" | cut -c 1-100); server: $(tail -n 1 "$tmp/server" | cut -c 1-100))"
+	}
+	log "$1: client exit $sr_rping_rc, server exit $sr_rping_src, $sr_rping_done of 200 iterations in $sr_rping_secs s"
+	if ((sr_rping_rc != 0 || sr_rping_src != 0 || sr_rping_done != 200)); then
+		why="rping did not complete: client exit $sr_rping_rc, server exit $sr_rping_src after $sr_rping_done of 200 iterations (client: $(tail -n 1 "$tmp/client" | cut -c 1-100); server: $(tail -n 1 "$tmp/server" | cut -c 1-100))"
 		return 1
 	fi
 }

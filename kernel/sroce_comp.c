@@ -608,10 +608,16 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 					    qp->comp.gap_j / 2;
 	qp->comp.heard_j = jiffies;
 	qp->comp.waiting = !idle;
-	if (idle) {
+	/*
+	 * Only progress pushes the ACK timeout back: a stale, duplicate or
+	 * forged response must not keep a QP whose peer is gone from ever
+	 * timing out. What a NAK makes the requester resend times itself; an
+	 * RNR wait is the RNR timer's, and what it resends times itself too.
+	 */
+	if (idle || qp->comp.rnr_wait) {
 		timer_delete(&qp->comp.retrans_timer);
 		timer_delete(&qp->comp.probe_timer);
-	} else if (v != SROCE_COMP_FATAL) {
+	} else if (qp->comp.progressed && v != SROCE_COMP_FATAL) {
 		sroce_comp_arm_retrans(qp);
 	}
 	/*
@@ -638,7 +644,8 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 	bool fatal = false;
 
 	spin_lock_bh(&qp->sq_lock);
-	if (READ_ONCE(qp->state) != IB_QPS_RTS || sroce_comp_idle(qp)) {
+	if (READ_ONCE(qp->state) != IB_QPS_RTS || qp->comp.rnr_wait ||
+	    sroce_comp_idle(qp)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}

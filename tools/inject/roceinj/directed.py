@@ -8,7 +8,7 @@ from .proto import (AETH_ACK, CNP, GSI_QKEY, MCAST_QPN, NAK_ACC, NAK_SEQ, RC_ACK
                     RC_READ_RESP_LAST, RC_READ_RESP_MIDDLE, RC_READ_RESP_ONLY, RC_SEND_FIRST,
                     RC_SEND_LAST, RC_SEND_MIDDLE, RC_SEND_ONLY, RC_SEND_ONLY_IMM, RC_SEND_ONLY_INV,
                     RC_WRITE_FIRST, RC_WRITE_ONLY, RESERVED_OPCODES, UC, UD_SEND_ONLY,
-                    WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_REM_INV_REQ_ERR, WC_SUCCESS,
+                    WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_REM_INV_REQ_ERR, WC_RETRY_EXC_ERR, WC_SUCCESS,
                     WC_WR_FLUSH_ERR, XRC, aeth, atomiceth, deth, log, pattern, reth, tp)
 from .verbs import Victim
 
@@ -403,6 +403,43 @@ def directed(sess):
     sess.case("ACK for a PSN the requester never sent, after completion",
               [sess.f4(tp(RC_ACK, req.qpn, r + 5, aeth(AETH_ACK)))],
               atleast={"completer_drop": 1}, after=sess.expect_state(req, "RTS"))
+
+    # --- stale ACKs do not keep a QP whose peer is gone alive -------------------------
+    # A READ to the phantom, which never answers, and an ACK of the PSN
+    # before it (a duplicate: valid, nothing new) every 10 ms. Only progress
+    # may push the ACK timeout back: with timeout 14 (67 ms) and retry_cnt
+    # 1 the READ fails with RETRY_EXC_ERR after two timeouts (67 + 134 ms)
+    # while the ACKs still come. A module that re-arms on every response
+    # keeps the QP in RTS for as long as the stream lasts.
+    dead = Victim(vb, "rc-dead-peer", "rc", "rts", recvs=0, timeout=14, retry_cnt=1)
+    dead.post_read(64, 0x10000, 0x1234)
+    stale = sess.f4(tp(RC_ACK, dead.qpn, dead.sq_psn - 1, aeth(AETH_ACK)))
+    n_stale, bound = 250, 1.5
+    seen = {"t0": time.monotonic(), "left": None, "sent": 0}
+
+    def left_rts():
+        # Stop once it failed. The ACK already on its way when it failed
+        # arrives at a QP in error: rcvd_bad_qp_state, at most once.
+        seen["sent"] += 1
+        if dead.state() != vb.e.IBV_QPS_RTS:
+            seen["left"] = time.monotonic() - seen["t0"]
+        return seen["left"] is not None
+
+    def failed_in_time():
+        left = seen["left"]
+        if left is None:
+            return ["the QP stayed in RTS through %d stale ACKs over %.1f s: they kept its ACK"
+                    " timeout from firing" % (seen["sent"], time.monotonic() - seen["t0"])]
+        if left > bound:
+            return ["the QP left RTS %.2f s after the first stale ACK, bound %.1f s" % (left, bound)]
+        log("    the QP left RTS %.2f s after the first stale ACK, %d sent" % (left, seen["sent"]))
+        return []
+    seen["t0"] = time.monotonic()
+    sess.case("stale ACKs every 10 ms do not keep a QP whose peer never answers alive: its READ"
+              " fails with RETRY_EXC_ERR after two ACK timeouts", [stale] * n_stale,
+              atleast={"retry_exceeded_err": 1}, upto={"rcvd_bad_qp_state": 1},
+              cqes={dead: [WC_RETRY_EXC_ERR]}, pace=0.01, between=left_rts,
+              after=failed_in_time)
 
     # --- UC: no NAKs, the message is dropped, the QP stays up -------------------------
     sess.probe(uc, " (UC)")

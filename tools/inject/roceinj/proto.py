@@ -56,6 +56,7 @@ NAK_SEQ, NAK_INV, NAK_ACC, NAK_OP = 0x60, 0x61, 0x62, 0x63
 
 # ibv_wc_status values used here.
 WC_SUCCESS, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR, WC_REM_INV_REQ_ERR = 0, 1, 4, 5, 9
+WC_RETRY_EXC_ERR = 12
 
 
 def log(*a):

@@ -113,15 +113,16 @@ static bool sroce_comp_idle(const struct sroce_qp *qp)
 
 /*
  * The wait before the next tail loss probe (sroce_gbn.h), 0 if none may
- * come: PSNs sent and not acknowledged count whichever pass sent them.
- * sq_lock held.
+ * come: PSNs sent and not acknowledged count whichever pass sent them, and
+ * a QP that DCQCN paces is not probed. sq_lock held.
  */
 static u64 sroce_comp_pto_ns(const struct sroce_qp *qp)
 {
 	return sroce_tlp_pto_ns(&qp->comp.rtt, qp->comp.probes,
 				sroce_psn_diff(qp->req.psn_hi, qp->comp.psn),
 				jiffies_to_nsecs(qp->comp.gap_j),
-				sroce_rto_ns(qp->attr.timeout, qp->comp.backoff));
+				sroce_rto_ns(qp->attr.timeout, qp->comp.backoff),
+				READ_ONCE(qp->cc.limited));
 }
 
 /*
@@ -693,10 +694,26 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 static void sroce_comp_probe_timeout(struct timer_list *t)
 {
 	struct sroce_qp *qp = timer_container_of(qp, t, comp.probe_timer);
+	unsigned long due;
+	u64 pto;
 
 	spin_lock_bh(&qp->sq_lock);
+	pto = sroce_comp_pto_ns(qp);
 	if (READ_ONCE(qp->state) != IB_QPS_RTS || qp->comp.rnr_wait ||
-	    sroce_comp_idle(qp) || !sroce_comp_pto_ns(qp)) {
+	    sroce_comp_idle(qp) || !pto) {
+		spin_unlock_bh(&qp->sq_lock);
+		return;
+	}
+	/*
+	 * The tail is what nothing was sent after: a requester still sending
+	 * (paced by DCQCN, or slow) waits a probe timeout after its newest
+	 * packet, which its response cannot have beaten.
+	 */
+	due = qp->comp.sent_j + max_t(unsigned long,
+				      nsecs_to_jiffies(pto) + 1, 2);
+	if (time_before(jiffies, due)) {
+		if (!test_bit(SROCE_QPF_DYING, &qp->flags))
+			mod_timer(&qp->comp.probe_timer, due);
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}
@@ -727,6 +744,7 @@ void sroce_comp_init(struct sroce_qp *qp)
 	timer_setup(&qp->comp.probe_timer, sroce_comp_probe_timeout, 0);
 	timer_setup(&qp->comp.rnr_timer, sroce_comp_rnr_timeout, 0);
 	qp->comp.window = SROCE_GBN_MAX_WINDOW;
+	qp->comp.sent_j = jiffies;
 }
 
 /* Back to RESET: nothing outstanding, no timer. Locks held by the caller. */
@@ -740,6 +758,7 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	qp->comp.rtt_on = false;
 	qp->comp.waiting = false;
 	qp->comp.gap_j = 0;
+	qp->comp.sent_j = jiffies;
 	memset(&qp->comp.rtt, 0, sizeof(qp->comp.rtt));
 	qp->comp.psn = 0;
 	qp->comp.rnr_wait = false;

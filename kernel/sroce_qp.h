@@ -190,6 +190,7 @@ struct sroce_qp {
 		u64 rtt_ns;		/* when rtt_psn was sent */
 		struct sroce_rtt rtt;
 		unsigned long heard_j;	/* the last response came */
+		unsigned long sent_j;	/* the last request packet left */
 		unsigned long gap_j;	/* the gap before it, if waiting */
 		u32 window;		/* PSNs the requester may have in flight */
 		bool rnr_wait;

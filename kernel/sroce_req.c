@@ -274,6 +274,8 @@ static void sroce_req_advance(struct sroce_qp *qp,
 	if (sroce_psn_diff(qp->req.psn, qp->req.psn_hi) > 0)
 		qp->req.psn_hi = qp->req.psn;
 	sroce_cc_sent(qp, pos->plen, sroce_wire_len(qp, pkt));
+	if (!pos->uc)
+		qp->comp.sent_j = jiffies;
 	/*
 	 * The ACK timeout runs from the newest packet that asks for an
 	 * ACK: timing from the oldest would fire in the middle of a long,

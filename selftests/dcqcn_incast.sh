@@ -364,8 +364,8 @@ red_counters() {
 
 # --- counters -------------------------------------------------------------------------
 cnames=(np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled rp_cnp_ignored rcvd_cnp
-	retransmitted_pkts retry_timeouts sent_pkts rcvd_pkts rnr_nak_sent rcvd_seq_err
-	seq_nak_sent duplicate_request out_of_seq_request)
+	retransmitted_pkts retry_timeouts tail_loss_probes sent_pkts rcvd_pkts rnr_nak_sent
+	rcvd_seq_err seq_nak_sent duplicate_request out_of_seq_request)
 snap() { # ARRAY: hw counters of every device into ARRAY[dev.name] ("" if absent)
 	local -n arr=$1
 	local d n v
@@ -688,6 +688,8 @@ run_incast() {
 	S[timeouts]=$(sum_senders retry_timeouts "$n")
 	S[retx_w]=$(sum_senders retransmitted_pkts "$n" cw)
 	S[timeouts_w]=$(sum_senders retry_timeouts "$n" cw)
+	S[probes]=$(sum_senders tail_loss_probes "$n")
+	S[probes_w]=$(sum_senders tail_loss_probes "$n" cw)
 	S[ecn_rx]=$(dc "$devr" np_ecn_marked_roce_packets)
 	S[cnp_sent]=$(dc "$devr" np_cnp_sent)
 	S[cnp_rcvd]=$(sum_senders rcvd_cnp "$n")
@@ -699,8 +701,8 @@ run_incast() {
 		"p90 ${S[backlog_p90]} B, max ${S[backlog_max]} B (whole run: ${S[run_backlog_max]} B; RED max $red_max B);" \
 		"marked ${S[q_marked]}, dropped ${S[q_dropped]} (early ${S[q_early]}, queue full ${S[q_pdrop]}," \
 		"other ${S[q_other]}; in the window: ${S[dropped]})"
-	log "$tag: senders retransmitted ${S[retx]:-?} (timeouts ${S[timeouts]:-?}; in the window:" \
-		"${S[retx_w]:-?}, ${S[timeouts_w]:-?}), receiver ECN-marked" \
+	log "$tag: senders retransmitted ${S[retx]:-?} (timeouts ${S[timeouts]:-?}, tail loss probes" \
+		"${S[probes]:-?}; in the window: ${S[retx_w]:-?}, ${S[timeouts_w]:-?}, ${S[probes_w]:-?}), receiver ECN-marked" \
 		"${S[ecn_rx]:-?}, CNPs sent ${S[cnp_sent]:-?}, senders rcvd_cnp ${S[cnp_rcvd]:-?}" \
 		"handled ${S[cnp_handled]:-?} ignored ${S[cnp_ignored]:-?}${conv[*]:+, f$n converged after ${S[conv]} s};" \
 		"input backlog drops ${S[softnet]}${S[pace_eff]:+; paced QPs sent ${S[pace_eff]} of their DCQCN rate}"
@@ -753,7 +755,8 @@ check_on() {
 	# the whole run's drops and retransmissions are reported.
 	[[ ${S[dropped]} == 0 ]] || bad "$tag: the bottleneck dropped ${S[dropped]} packets in the steady window"
 	[[ ${S[retx_w]} == 0 ]] ||
-		bad "$tag: the senders retransmitted ${S[retx_w]} packets (${S[timeouts_w]} timeouts) in the steady window"
+		bad "$tag: the senders retransmitted ${S[retx_w]} packets (${S[timeouts_w]} timeouts," \
+			"${S[probes_w]:-?} tail loss probes) in the steady window"
 	((marks > 0)) || bad "$tag: RED marked nothing: no congestion?"
 	check_marks "$tag"
 	if [[ -z $sent || -z ${S[cnp_handled]} || -z ${S[cnp_rcvd]} ]]; then

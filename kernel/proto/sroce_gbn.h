@@ -43,7 +43,9 @@
  * request, a message's last packet, its ACK, a sequence NAK, the resend
  * of a hole) shows itself to no one: go-back-N learns of it at the ACK
  * timeout, which RDMA CM sets to seconds on RoCE. So when nothing has been
- * heard from the peer for a probe timeout, PTO = 2 srtt + 4 rttvar of the
+ * heard from the peer, and nothing sent to it (a requester that DCQCN
+ * paces is still sending its tail), for a probe timeout, PTO = 2 srtt +
+ * 4 rttvar of the
  * measured round trip (RFC 6298's estimator; at least SROCE_TLP_MIN_NS,
  * TCP's floor, and twice the last gap between two responses that came
  * while the requester waited: a peer that paces its READ responses is not
@@ -93,15 +95,20 @@ static inline void sroce_rtt_sample(struct sroce_rtt *r, u32 us)
  * The wait before probe number @probes + 1, in ns, with @inflight PSNs
  * outstanding, the last response gap @gap_ns and ACK timeout @rto_ns; 0:
  * no probe (no round trip measured yet, nothing or too much outstanding,
- * SROCE_TLP_MAX sent, or the timeout is too short for probes to come well
- * before it).
+ * SROCE_TLP_MAX sent, the timeout is too short for probes to come well
+ * before it, or DCQCN @paced the requester: its round trip is then that of
+ * a queue the network marks as congested, which moves faster than the
+ * estimator follows, and a probe would resend into that queue what it
+ * holds - loss-free incasts showed spurious probes, each resending packets
+ * that had only been queued).
  */
 static inline u64 sroce_tlp_pto_ns(const struct sroce_rtt *r, u8 probes,
-				   s32 inflight, u64 gap_ns, u64 rto_ns)
+				   s32 inflight, u64 gap_ns, u64 rto_ns,
+				   bool paced)
 {
 	u64 ns;
 
-	if (!r->srtt_us || probes >= SROCE_TLP_MAX || inflight < 1 ||
+	if (paced || !r->srtt_us || probes >= SROCE_TLP_MAX || inflight < 1 ||
 	    inflight > SROCE_TLP_INFLIGHT)
 		return 0;
 	ns = (2ull * r->srtt_us + 4ull * r->rttvar_us) * 1000;

@@ -212,34 +212,37 @@ TEST(GbnTlp, RoundTripEstimate)
 // response gap, twice as long each time; none before a round trip was measured, after SROCE_TLP_MAX, with
 // nothing or more than SROCE_TLP_INFLIGHT PSNs outstanding, or where it
 // would not come well before the ACK timeout (the RoCE timeout RDMA CM
-// sets, 18 + 1: 2.1 s, has room for all of them; a 17 ms timeout none).
+// sets, 18 + 1: 2.1 s, has room for all of them; a 17 ms timeout none), or
+// while DCQCN paces the requester.
 TEST(GbnTlp, ProbeWait)
 {
 	const u64 ms = 1000000, cm_rto = sroce_rto_ns(19, 0);
 	sroce_rtt none = {}, lan = {5000, 1000}, fast = {50, 10};
 
-	EXPECT_EQ(sroce_tlp_pto_ns(&none, 0, 1, 0, cm_rto), 0u) << "no round trip yet";
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 0, cm_rto), 14 * ms);
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 1, 1, 0, cm_rto), 28 * ms);
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 2, 1, 0, cm_rto), 56 * ms);
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, SROCE_TLP_MAX, 1, 0, cm_rto), 0u)
+	EXPECT_EQ(sroce_tlp_pto_ns(&none, 0, 1, 0, cm_rto, false), 0u) << "no round trip yet";
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 0, cm_rto, false), 14 * ms);
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 1, 1, 0, cm_rto, false), 28 * ms);
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 2, 1, 0, cm_rto, false), 56 * ms);
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, SROCE_TLP_MAX, 1, 0, cm_rto, false), 0u)
 		<< "at most SROCE_TLP_MAX probes without progress";
-	EXPECT_EQ(sroce_tlp_pto_ns(&fast, 0, 1, 0, cm_rto), SROCE_TLP_MIN_NS)
+	EXPECT_EQ(sroce_tlp_pto_ns(&fast, 0, 1, 0, cm_rto, false), SROCE_TLP_MIN_NS)
 		<< "TCP's floor";
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 0, 0, cm_rto), 0u) << "nothing outstanding";
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, SROCE_TLP_INFLIGHT, 0, cm_rto), 14 * ms)
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 0, 0, cm_rto, false), 0u) << "nothing outstanding";
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, SROCE_TLP_INFLIGHT, 0, cm_rto, false), 14 * ms)
 		<< "the tail of a burst";
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, SROCE_TLP_INFLIGHT + 1, 0, cm_rto), 0u)
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, SROCE_TLP_INFLIGHT + 1, 0, cm_rto, false), 0u)
 		<< "a longer burst: the packets after a loss reveal it";
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 0, sroce_rto_ns(12, 0)), 0u)
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 0, sroce_rto_ns(12, 0), false), 0u)
 		<< "a 17 ms ACK timeout: no room for a probe";
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 0, 28 * ms), 14 * ms)
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 0, 28 * ms, false), 14 * ms)
 		<< "twice the wait fits in the timeout";
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 0, 28 * ms - 1), 0u);
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 33 * ms, cm_rto), 66 * ms)
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 0, 28 * ms - 1, false), 0u);
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 33 * ms, cm_rto, false), 66 * ms)
 		<< "READ responses paced 33 ms apart: twice that";
-	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 5 * ms, cm_rto), 14 * ms)
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 5 * ms, cm_rto, false), 14 * ms)
 		<< "a gap shorter than the round trip's wait changes nothing";
+	EXPECT_EQ(sroce_tlp_pto_ns(&lan, 0, 1, 0, cm_rto, true), 0u)
+		<< "DCQCN slows the requester: the round trip is a congested queue's, no probe";
 }
 
 } // namespace

@@ -7,6 +7,8 @@
 #   make test-2vm  the two-guest lane alone: two QEMU guests joined by a virtio-net link
 #   make check     checkpatch --strict + sparse on kernel/, clang-format/-tidy on user/
 #   make demo      boot a guest, load sroce, create a device, show it working
+#   make bench     perftest and iperf3 ratios: sroce, rxe, TCP (tools/bench/)
+#   make bench-lossy   goodput under netem loss/jitter/duplication: sroce, rxe, TCP
 #   make install   module + provider into the system, for the running kernel
 #                  (KVER= another; DESTDIR=, PREFIX= honoured); make uninstall
 #   make deb       Debian packages: sroce-dkms, ibverbs-provider-sroce (build/deb/)
@@ -43,7 +45,7 @@ export KVER
 
 .PHONY: all deps deps-test deps-package deps-check deps-check-test kernel user test \
 	test-host test-vm check check-kernel check-user demo install uninstall deb test-deb clean \
-	proto-test fuzz verbs-tests bench kverbs-test debug-kernel test-debug \
+	proto-test fuzz verbs-tests bench bench-lossy kverbs-test debug-kernel test-debug \
 	test-debug-inject test-2vm
 
 all: kernel user verbs-tests kverbs-test
@@ -150,6 +152,10 @@ demo: deps-check-test all
 # Not a test: no thresholds. BENCH_ARGS=--quick for a short run.
 bench: deps-check-test all
 	$(ROOT)/tools/bench/run.sh $(BENCH_ARGS)
+
+# Goodput under netem loss, jitter and duplication: sroce, rxe, TCP.
+bench-lossy: deps-check-test all
+	$(ROOT)/tools/bench/run.sh --lossy $(BENCH_ARGS)
 
 # make install: the module into /lib/modules/$(KVER)/updates (signed only
 # when the kernel's build tree has its signing key, CONFIG_MODULE_SIG_KEY, as

@@ -5,8 +5,11 @@
 # same veth pair - and print one table with sroce/rxe and sroce/TCP ratios;
 # the same as JSON in build/bench/results.json.
 #
-# usage: tools/bench/run.sh [--quick] [--out DIR] [-- tools/vm/run options]
+# usage: tools/bench/run.sh [--quick] [--lossy] [--out DIR] [-- tools/vm/run options]
 #   --quick    shorter runs (a few minutes less; noisier)
+#   --lossy    goodput under netem instead (`make bench-lossy`,
+#              tools/bench/lossy.sh): sroce go-back-N, rxe and TCP per
+#              setting; lossy.json instead of results.json
 #   --out DIR  default build/bench: results.json there, the VM run in DIR/vm
 #
 # The guest is QEMU TCG (no KVM on the development machines): absolute
@@ -18,13 +21,14 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-out=$root/build/bench guest_args=() vm_args=()
+out=$root/build/bench guest_args=() vm_args=() lossy=0
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--quick) guest_args+=(--quick); shift ;;
+	--lossy) lossy=1; shift ;;
 	--out) out=$2; shift 2 ;;
 	--) shift; vm_args=("$@"); break ;;
-	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -34,6 +38,25 @@ done
 mkdir -p "$out"
 out=$(realpath "$out")
 vm_out=$out/vm
+if ((lossy)); then
+	vm_out=$out/vm-lossy
+	rm -f "$vm_out/lossy-raw.jsonl" "$out/lossy.json"
+	rc=0
+	"$root/tools/vm/run" --timeout 2400 --out "$vm_out" "${vm_args[@]}" -- \
+		tools/bench/lossy.sh --out /run/sroce-out "${guest_args[@]}" || rc=$?
+	if [[ ! -s "$vm_out/lossy-raw.jsonl" ]]; then
+		echo "bench: the guest produced no results (vm exit $rc); see $vm_out" >&2
+		exit 1
+	fi
+	[[ $rc == 0 ]] || echo "bench: WARNING: the VM run exited with $rc (results may be partial; see $vm_out)" >&2
+	echo
+	python3 "$here/lossy_report.py" "$vm_out/lossy-raw.jsonl" "$out/lossy.json" \
+		--meta "kernel=$("$root/tools/kver.sh")" \
+		--meta "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+		--meta "git=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)" \
+		--meta "vm_exit=$rc"
+	exit "$rc"
+fi
 rm -f "$vm_out/bench-raw.jsonl" "$out/results.json"
 
 # The guest sees $vm_out as /run/sroce-out (tools/vm/guest-init.sh): the

@@ -83,35 +83,17 @@ check ip -n "$nsr" addr add 203.0.113.2/24 dev bveth-rp
 check rdma link add brxe0 type rxe netdev bveth-r
 defer_quiet rdma link delete brxe0
 
-gid_index() { # gid_index DEV IPV4 (waits for the GID to appear)
-	local want f idx i
-	local -a o
-	IFS=. read -ra o <<<"$2"
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "${o[@]}")
-	for ((i = 0; i < 100; i++)); do
-		for f in "/sys/class/infiniband/$1"/ports/1/gids/*; do
-			[[ "$(cat "$f" 2>/dev/null)" == "$want" ]] || continue
-			idx=${f##*/}
-			[[ "$(cat "/sys/class/infiniband/$1/ports/1/gid_attrs/types/$idx" 2>/dev/null)" == "RoCE v2" ]] || continue
-			echo "$idx"
-			return 0
-		done
-		sleep 0.1
-	done
-	fail "$1: no RoCE v2 GID for $2"
-}
-
 # topo NAME: set the server/client namespaces, devices, GIDs and address.
 topo() {
 	case "$1" in
 	sroce-veth)
-		sns=$nsa sdev=bsroce0 sgid=$(gid_index bsroce0 192.0.2.1)
-		cns=$nsb cdev=bsroce1 cgid=$(gid_index bsroce1 192.0.2.2) addr=192.0.2.1 ;;
+		sns=$nsa sdev=bsroce0 sgid=$(sr_gid_of bsroce0 192.0.2.1)
+		cns=$nsb cdev=bsroce1 cgid=$(sr_gid_of bsroce1 192.0.2.2) addr=192.0.2.1 ;;
 	sroce-loop)
-		sns=$nsl sdev=bsroce-l sgid=$(gid_index bsroce-l 198.51.100.1)
+		sns=$nsl sdev=bsroce-l sgid=$(sr_gid_of bsroce-l 198.51.100.1)
 		cns=$sns cdev=$sdev cgid=$sgid addr=127.0.0.1 ;;
 	rxe-loop)
-		sns=- sdev=brxe0 sgid=$(gid_index brxe0 203.0.113.1)
+		sns=- sdev=brxe0 sgid=$(sr_gid_of brxe0 203.0.113.1)
 		cns=- cdev=$sdev cgid=$sgid addr=127.0.0.1 ;;
 	esac
 }

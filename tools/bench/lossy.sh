@@ -85,27 +85,10 @@ sr_link_add "$nsr" lsroce-r lveth-r
 check rdma link add lrxe0 type rxe netdev lveth-x
 defer_quiet rdma link delete lrxe0
 
-gid_index() { # gid_index DEV IPV4 (waits for the GID to appear)
-	local want f idx i
-	local -a o
-	IFS=. read -ra o <<<"$2"
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "${o[@]}")
-	for ((i = 0; i < 100; i++)); do
-		for f in "/sys/class/infiniband/$1"/ports/1/gids/*; do
-			[[ "$(cat "$f" 2>/dev/null)" == "$want" ]] || continue
-			idx=${f##*/}
-			[[ "$(cat "/sys/class/infiniband/$1/ports/1/gid_attrs/types/$idx" 2>/dev/null)" == "RoCE v2" ]] || continue
-			echo "$idx"
-			return 0
-		done
-		sleep 0.1
-	done
-	fail "$1: no RoCE v2 GID for $2"
-}
-gid_a=$(gid_index lsroce-a 192.0.2.1)
-gid_b=$(gid_index lsroce-b 192.0.2.2)
-gid_r=$(gid_index lsroce-r 203.0.113.2)
-gid_x=$(gid_index lrxe0 203.0.113.1)
+gid_a=$(sr_gid_of lsroce-a 192.0.2.1)
+gid_b=$(sr_gid_of lsroce-b 192.0.2.2)
+gid_r=$(sr_gid_of lsroce-r 203.0.113.2)
+gid_x=$(sr_gid_of lrxe0 203.0.113.1)
 
 # netem SETTING: the same qdisc on every veth end of both pairs.
 netem() {

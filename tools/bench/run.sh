@@ -37,40 +37,27 @@ for f in "$root/kernel/sroce.ko" "$root/build/user/libsroce-rdmav"*.so; do
 done
 mkdir -p "$out"
 out=$(realpath "$out")
-vm_out=$out/vm
+# The guest script, its raw results and their report: make bench's or
+# make bench-lossy's.
 if ((lossy)); then
-	vm_out=$out/vm-lossy
-	rm -f "$vm_out/lossy-raw.jsonl" "$out/lossy.json"
-	rc=0
-	"$root/tools/vm/run" --timeout 2400 --out "$vm_out" "${vm_args[@]}" -- \
-		tools/bench/lossy.sh --out /run/sroce-out "${guest_args[@]}" || rc=$?
-	if [[ ! -s "$vm_out/lossy-raw.jsonl" ]]; then
-		echo "bench: the guest produced no results (vm exit $rc); see $vm_out" >&2
-		exit 1
-	fi
-	[[ $rc == 0 ]] || echo "bench: WARNING: the VM run exited with $rc (results may be partial; see $vm_out)" >&2
-	echo
-	python3 "$here/lossy_report.py" "$vm_out/lossy-raw.jsonl" "$out/lossy.json" \
-		--meta "kernel=$("$root/tools/kver.sh")" \
-		--meta "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-		--meta "git=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)" \
-		--meta "vm_exit=$rc"
-	exit "$rc"
+	script=lossy.sh raw=lossy-raw.jsonl report=lossy_report.py json=lossy.json vm_out=$out/vm-lossy
+else
+	script=guest.sh raw=bench-raw.jsonl report=report.py json=results.json vm_out=$out/vm
 fi
-rm -f "$vm_out/bench-raw.jsonl" "$out/results.json"
+rm -f "$vm_out/$raw" "$out/$json"
 
 # The guest sees $vm_out as /run/sroce-out (tools/vm/guest-init.sh): the
 # only place it can write to that the host sees.
 rc=0
 "$root/tools/vm/run" --timeout 2400 --out "$vm_out" "${vm_args[@]}" -- \
-	tools/bench/guest.sh --out /run/sroce-out "${guest_args[@]}" || rc=$?
-if [[ ! -s "$vm_out/bench-raw.jsonl" ]]; then
+	"tools/bench/$script" --out /run/sroce-out "${guest_args[@]}" || rc=$?
+if [[ ! -s "$vm_out/$raw" ]]; then
 	echo "bench: the guest produced no results (vm exit $rc); see $vm_out" >&2
 	exit 1
 fi
 [[ $rc == 0 ]] || echo "bench: WARNING: the VM run exited with $rc (results may be partial; see $vm_out)" >&2
 echo
-python3 "$here/report.py" "$vm_out/bench-raw.jsonl" "$out/results.json" \
+python3 "$here/$report" "$vm_out/$raw" "$out/$json" \
 	--meta "kernel=$("$root/tools/kver.sh")" \
 	--meta "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
 	--meta "git=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)" \

@@ -206,6 +206,7 @@ static void sroce_comp_progress(struct sroce_qp *qp)
 	qp->comp.rnr_retry = qp->attr.rnr_retry;
 	qp->comp.backoff = 0;
 	qp->comp.probes = 0;
+	qp->comp.nak_rewound = false;
 	qp->comp.progressed = true;
 	qp->comp.window = sroce_gbn_window_grow(qp->comp.window);
 }
@@ -463,6 +464,22 @@ static void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status)
 	}
 }
 
+/*
+ * Go back for a NAK, unless it repeats the one gone back for already
+ * (sroce_nak_repeats()): then it changes nothing and is dropped.
+ */
+static enum sroce_comp_verdict sroce_comp_nak_retry(struct sroce_qp *qp)
+{
+	if (sroce_nak_repeats(qp->comp.nak_rewound, qp->comp.nak_psn,
+			      qp->comp.psn)) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+		return SROCE_COMP_OK;
+	}
+	qp->comp.nak_rewound = true;
+	qp->comp.nak_psn = qp->comp.psn;
+	return SROCE_COMP_RETRY;
+}
+
 static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
 					       const struct sroce_pkt *pkt)
 {
@@ -481,7 +498,7 @@ static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
 	case SROCE_ACK_PROGRESS:
 		if (sroce_ack_implies_nak(psn, qp->comp.psn)) {
 			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
-			return SROCE_COMP_RETRY;
+			return sroce_comp_nak_retry(qp);
 		}
 		break;
 	case SROCE_ACK_RNR:
@@ -502,7 +519,7 @@ static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
 		break;
 	case SROCE_ACK_SEQ:
 		sroce_stat_inc(qp->sdev, SROCE_CNT_SEQ_NAK_RCVD);
-		return SROCE_COMP_RETRY;
+		return sroce_comp_nak_retry(qp);
 	case SROCE_ACK_REM_ACCESS:
 		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
 		sroce_comp_fail_psn(qp, psn, IB_WC_REM_ACCESS_ERR);
@@ -527,10 +544,23 @@ static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
  */
 bool sroce_sqd_drained(struct sroce_qp *qp)
 {
+	u32 idx;
+
 	if (READ_ONCE(qp->state) != IB_QPS_SQD || qp->comp.sqd_notified ||
 	    !qp->attr.en_sqd_async_notify || qp->req.offset ||
 	    qp->comp.idx != qp->req.cur || qp->comp.psn != qp->req.psn)
 		return false;
+	/*
+	 * Gone back for a NAK or a timeout, the requester is at the oldest
+	 * unacknowledged WQE as if nothing were sent: what started (has
+	 * PSNs) and is not done is still outstanding.
+	 */
+	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
+		const struct sroce_wqe_st *st = sroce_wst(qp, idx);
+
+		if (st->psn_valid && st->state != SROCE_WQE_DONE)
+			return false;
+	}
 	qp->comp.sqd_notified = true;
 	return true;
 }
@@ -639,13 +669,25 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		sroce_sqd_notify(qp);
 }
 
+/*
+ * Whether the QP's sent requests are still the completer's to recover:
+ * in RTS, and in SQD, where what started before it must still complete
+ * (a loss there is resent, or SQD would never drain).
+ */
+static bool sroce_comp_sending(struct sroce_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	return state == IB_QPS_RTS || state == IB_QPS_SQD;
+}
+
 static void sroce_comp_retrans_timeout(struct timer_list *t)
 {
 	struct sroce_qp *qp = timer_container_of(qp, t, comp.retrans_timer);
 	bool fatal = false;
 
 	spin_lock_bh(&qp->sq_lock);
-	if (READ_ONCE(qp->state) != IB_QPS_RTS || qp->comp.rnr_wait ||
+	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
 	    sroce_comp_idle(qp)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
@@ -699,7 +741,7 @@ static void sroce_comp_probe_timeout(struct timer_list *t)
 
 	spin_lock_bh(&qp->sq_lock);
 	pto = sroce_comp_pto_ns(qp);
-	if (READ_ONCE(qp->state) != IB_QPS_RTS || qp->comp.rnr_wait ||
+	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
 	    sroce_comp_idle(qp) || !pto) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
@@ -762,6 +804,7 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	memset(&qp->comp.rtt, 0, sizeof(qp->comp.rtt));
 	qp->comp.psn = 0;
 	qp->comp.rnr_wait = false;
+	qp->comp.nak_rewound = false;
 	qp->comp.rr_gap = false;
 	qp->comp.rr_reasked = false;
 	qp->comp.rr_lasts = 0;
@@ -782,8 +825,10 @@ void sroce_comp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 		qp->comp.retry_cnt = attr->retry_cnt;
 	if (mask & IB_QP_RNR_RETRY)
 		qp->comp.rnr_retry = attr->rnr_retry;
-	if (mask & IB_QP_SQ_PSN)
+	if (mask & IB_QP_SQ_PSN) {
 		qp->comp.psn = attr->sq_psn & SROCE_PSN_MASK;
+		qp->comp.nak_rewound = false;
+	}
 }
 
 /*

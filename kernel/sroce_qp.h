@@ -195,6 +195,9 @@ struct sroce_qp {
 		u32 window;		/* PSNs the requester may have in flight */
 		bool rnr_wait;
 		bool sqd_notified;	/* IB_EVENT_SQ_DRAINED sent */
+		/* Went back for a NAK of oldest PSN nak_psn, no progress since. */
+		bool nak_rewound;
+		u32 nak_psn;
 		/* A READ re-requested at this PSN after a response gap. */
 		bool rr_gap;
 		bool rr_reasked;	/* and once more after its last response */

@@ -342,6 +342,25 @@ static int sroce_req_send(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 }
 
 /*
+ * Whether the requester may send now. SQD: no new WQE starts; the message
+ * in progress completes, and what started before SQD (it has PSNs) is sent
+ * again when the completer went back for a loss. sq_lock held.
+ */
+static bool sroce_req_may_send(struct sroce_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (qp->comp.rnr_wait)
+		return false;
+	if (state == IB_QPS_RTS)
+		return true;
+	return state == IB_QPS_SQD &&
+	       (qp->req.offset ||
+		(qp->req.cur != qp->req.fetched &&
+		 sroce_wst(qp, qp->req.cur)->psn_valid));
+}
+
+/*
  * Send one packet of the connected QP's send queue (UD: sroce_ud_send_one()).
  * Returns 1 if a packet went out (or a WQE was handled) and the requester
  * should go on, 0 if there is nothing to do now.
@@ -357,10 +376,7 @@ static int sroce_req_one(struct sroce_qp *qp)
 	if (sroce_qp_is_ud(qp))
 		return sroce_ud_send_one(qp);
 	spin_lock_bh(&qp->sq_lock);
-	/* SQD: no new WQE starts, the message in progress completes. */
-	if ((READ_ONCE(qp->state) != IB_QPS_RTS &&
-	     !(READ_ONCE(qp->state) == IB_QPS_SQD && qp->req.offset)) ||
-	    qp->comp.rnr_wait) {
+	if (!sroce_req_may_send(qp)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return 0;
 	}

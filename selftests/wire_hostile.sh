@@ -51,7 +51,12 @@
 #       UD datagrams longer than the receive WQE (a user UD QP, the GSI QP 1)
 #       -> rcvd_ud_len_drop, the WQE kept, the QP stays up; ONLY packets
 #       longer than the path MTU -> NAK invalid request; a NAK for the
-#       next, unsent PSN -> completer_drop, the QP stays up.
+#       next, unsent PSN -> completer_drop, the QP stays up;
+#       stale ACKs, repeated sequence NAKs and ACKs past a READ, every
+#       10 ms, to a requester whose peer never answers -> its READ fails
+#       with RETRY_EXC_ERR after two ACK timeouts and goes out at most
+#       once more than the timeouts ask; the same READ outstanding when
+#       its QP went to SQD -> resent in SQD, RETRY_EXC_ERR.
 #     A case marked as a known deviation would be reported as XFAIL (none
 #     is, now).
 #  3. Flood: 50k SENDs to unknown QPNs and 5k CNPs for unknown QPs: every one

@@ -130,6 +130,20 @@ TEST(CompleterAck, AnAckStoppedShortImpliesALostResponse)
 
 // The RNR retry budget: each RNR NAK takes one, none left is an error, and
 // 7 never runs out.
+// A responder NAKs a gap once and then waits for the PSN it asked for: a
+// second NAK of the same oldest PSN, with nothing acknowledged in between,
+// is a copy or a forgery and does not send the window again. Progress, or
+// a NAK of a later PSN, is a new gap.
+TEST(CompleterAck, ANakIsGoneBackForOnce)
+{
+	EXPECT_FALSE(sroce_nak_repeats(false, 0, 0));
+	EXPECT_FALSE(sroce_nak_repeats(false, 40, 40));
+	EXPECT_TRUE(sroce_nak_repeats(true, 40, 40));
+	EXPECT_FALSE(sroce_nak_repeats(true, 40, 41));
+	EXPECT_TRUE(sroce_nak_repeats(true, 0xffffff, 0xffffff));
+	EXPECT_FALSE(sroce_nak_repeats(true, 0xffffff, 0));
+}
+
 TEST(CompleterRnr, SevenRetriesForEver)
 {
 	uint8_t budget = 2;

@@ -404,42 +404,89 @@ def directed(sess):
               [sess.f4(tp(RC_ACK, req.qpn, r + 5, aeth(AETH_ACK)))],
               atleast={"completer_drop": 1}, after=sess.expect_state(req, "RTS"))
 
-    # --- stale ACKs do not keep a QP whose peer is gone alive -------------------------
-    # A READ to the phantom, which never answers, and an ACK of the PSN
-    # before it (a duplicate: valid, nothing new) every 10 ms. Only progress
-    # may push the ACK timeout back: with timeout 14 (67 ms) and retry_cnt
-    # 1 the READ fails with RETRY_EXC_ERR after two timeouts (67 + 134 ms)
-    # while the ACKs still come. A module that re-arms on every response
-    # keeps the QP in RTS for as long as the stream lasts.
-    dead = Victim(vb, "rc-dead-peer", "rc", "rts", recvs=0, timeout=14, retry_cnt=1)
-    dead.post_read(64, 0x10000, 0x1234)
-    stale = sess.f4(tp(RC_ACK, dead.qpn, dead.sq_psn - 1, aeth(AETH_ACK)))
-    n_stale, bound = 250, 1.5
-    seen = {"t0": time.monotonic(), "left": None, "sent": 0}
+    # --- stale ACKs and repeated NAKs do not keep a QP whose peer is gone alive ------
+    # A READ to the phantom, which never answers, and a response every
+    # 10 ms. Only progress may push the ACK timeout back, and a NAK is gone
+    # back for once (a responder NAKs a gap once, C9-106): with timeout 14
+    # (67 ms) and retry_cnt 1 the READ fails with RETRY_EXC_ERR after two
+    # timeouts (67 + 134 ms) while the responses still come, and the READ
+    # is sent at most once more than the timeouts ask (the first NAK). A
+    # module that re-arms on every response, or goes back for every NAK
+    # (each resend pushing the timeout back), keeps the QP in RTS, resending
+    # for as long as the stream lasts.
+    def dead_peer_case(label, mkframe, what, nak):
+        dead = Victim(vb, "rc-dead-peer-" + label, "rc", "rts", recvs=0, timeout=14,
+                      retry_cnt=1)
+        dead.post_read(64, 0x10000, 0x1234)
+        frame = sess.f4(mkframe(dead))
+        n_frames, bound = 250, 1.5
+        # The READ itself, one resend per timeout, and one for the first NAK.
+        max_sent = 1 + 1 + (1 if nak else 0)
+        seen = {"t0": time.monotonic(), "left": None, "sent": 0,
+                "own0": sess.own_requests}
 
-    def left_rts():
-        # Stop once it failed. The ACK already on its way when it failed
-        # arrives at a QP in error: rcvd_bad_qp_state, at most once.
-        seen["sent"] += 1
-        if dead.state() != vb.e.IBV_QPS_RTS:
-            seen["left"] = time.monotonic() - seen["t0"]
-        return seen["left"] is not None
+        def left_rts():
+            # Stop once it failed. The response already on its way when it
+            # failed arrives at a QP in error: rcvd_bad_qp_state, at most once.
+            seen["sent"] += 1
+            if dead.state() != vb.e.IBV_QPS_RTS:
+                seen["left"] = time.monotonic() - seen["t0"]
+            return seen["left"] is not None
 
-    def failed_in_time():
-        left = seen["left"]
-        if left is None:
-            return ["the QP stayed in RTS through %d stale ACKs over %.1f s: they kept its ACK"
-                    " timeout from firing" % (seen["sent"], time.monotonic() - seen["t0"])]
-        if left > bound:
-            return ["the QP left RTS %.2f s after the first stale ACK, bound %.1f s" % (left, bound)]
-        log("    the QP left RTS %.2f s after the first stale ACK, %d sent" % (left, seen["sent"]))
-        return []
-    seen["t0"] = time.monotonic()
-    sess.case("stale ACKs every 10 ms do not keep a QP whose peer never answers alive: its READ"
-              " fails with RETRY_EXC_ERR after two ACK timeouts", [stale] * n_stale,
-              atleast={"retry_exceeded_err": 1}, upto={"rcvd_bad_qp_state": 1},
-              cqes={dead: [WC_RETRY_EXC_ERR]}, pace=0.01, between=left_rts,
-              after=failed_in_time)
+        def failed_in_time():
+            left = seen["left"]
+            sent = sess.own_requests - seen["own0"]
+            probs = []
+            if left is None:
+                probs.append("the QP stayed in RTS through %d %s over %.1f s: they kept its ACK"
+                             " timeout from firing" % (seen["sent"], what,
+                                                       time.monotonic() - seen["t0"]))
+            elif left > bound:
+                probs.append("the QP left RTS %.2f s after the first of the %s, bound %.1f s"
+                             % (left, what, bound))
+            if sent > max_sent:
+                probs.append("the READ went out %d times, at most %d: the %s made it resend"
+                             % (sent, max_sent, what))
+            if not probs:
+                log("    the QP left RTS %.2f s after the first of the %s, %d sent; the READ"
+                    " went out %d time(s)" % (left, what, seen["sent"], sent))
+            return probs
+        seen["t0"] = time.monotonic()
+        sess.case("%s every 10 ms do not keep a QP whose peer never answers alive: its READ"
+                  " fails with RETRY_EXC_ERR after two ACK timeouts, sent at most %d times"
+                  % (what, max_sent), [frame] * n_frames,
+                  atleast=dict({"retry_exceeded_err": 1}, **({"completer_drop": 1} if nak else {})),
+                  upto={"rcvd_bad_qp_state": 1},
+                  cqes={dead: [WC_RETRY_EXC_ERR]}, pace=0.01, between=left_rts,
+                  after=failed_in_time)
+
+    # An ACK of the PSN before the READ: a duplicate, valid, nothing new.
+    dead_peer_case("stale", lambda d: tp(RC_ACK, d.qpn, d.sq_psn - 1, aeth(AETH_ACK)),
+                   "stale ACKs", False)
+    # A sequence NAK of the READ's PSN: a copy of one NAK, or a forgery.
+    dead_peer_case("nak", lambda d: tp(RC_ACK, d.qpn, d.sq_psn, aeth(NAK_SEQ)),
+                   "repeated sequence NAKs", True)
+    # An ACK of the READ's PSN: its response is lost (an implied NAK).
+    dead_peer_case("implied", lambda d: tp(RC_ACK, d.qpn, d.sq_psn, aeth(AETH_ACK)),
+                   "repeated ACKs past the READ", True)
+
+    # --- SQD: what started before it is still recovered ---------------------------------
+    # A READ outstanding when its QP goes RTS -> SQD must complete before
+    # SQD drains, so its ACK timeout still runs and resends it: to a peer
+    # that never answers, it fails with RETRY_EXC_ERR after two timeouts. A
+    # module that stops the ACK timer's work in SQD leaves it outstanding,
+    # and the QP in SQD, for ever.
+    sqd = Victim(vb, "rc-sqd-dead-peer", "rc", "rts", recvs=0, timeout=14, retry_cnt=1)
+    sqd.post_read(64, 0x10000, 0x1234)
+    sqd.modify(vb.e.IBV_QP_STATE, qp_state=vb.e.IBV_QPS_SQD)
+
+    def sqd_failed():
+        st = sqd.state_name()
+        return [] if st == "ERR" else ["the QP is in %s, not ERR" % st]
+    sess.case("a READ outstanding when its QP went to SQD, to a peer that never answers: resent"
+              " in SQD, it fails with RETRY_EXC_ERR after two ACK timeouts", [],
+              atleast={"retry_exceeded_err": 1}, cqes={sqd: [WC_RETRY_EXC_ERR]},
+              after=sqd_failed)
 
     # --- UC: no NAKs, the message is dropped, the QP stays up -------------------------
     sess.probe(uc, " (UC)")

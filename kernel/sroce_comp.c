@@ -465,8 +465,11 @@ static void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status)
 }
 
 /*
- * Go back for a NAK, unless it repeats the one gone back for already
- * (sroce_nak_repeats()): then it changes nothing and is dropped.
+ * Go back for a sequence NAK, unless it repeats the one gone back for
+ * already (sroce_nak_repeats()): then it changes nothing and is dropped.
+ * An ACK past a READ or atomic is not such a NAK: the responder answers
+ * every duplicate with one (C9-105), so a repeat after the resend says the
+ * resent response was lost again.
  */
 static enum sroce_comp_verdict sroce_comp_nak_retry(struct sroce_qp *qp)
 {
@@ -498,7 +501,7 @@ static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
 	case SROCE_ACK_PROGRESS:
 		if (sroce_ack_implies_nak(psn, qp->comp.psn)) {
 			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
-			return sroce_comp_nak_retry(qp);
+			return SROCE_COMP_RETRY;
 		}
 		break;
 	case SROCE_ACK_RNR:

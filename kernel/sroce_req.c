@@ -285,9 +285,14 @@ static void sroce_req_advance(struct sroce_qp *qp,
 	if (pos->uc ||
 	    (!pkt->bth.ack_req && timer_pending(&qp->comp.retrans_timer)))
 		return;
-	/* What a probe resends leaves the ACK timeout where it was. */
-	if (resent && qp->comp.probes &&
-	    timer_pending(&qp->comp.retrans_timer))
+	/*
+	 * What a probe, a NAK or an implied NAK resends leaves a running ACK
+	 * timeout where it was: only progress pushes it back
+	 * (sroce_comp_rcv()), so responses that only ever make the requester
+	 * resend - forged, or from a peer gone - cannot keep the QP from
+	 * timing out. What the timeout itself resends starts it again.
+	 */
+	if (resent && timer_pending(&qp->comp.retrans_timer))
 		sroce_comp_arm_probe(qp);
 	else
 		sroce_comp_arm_retrans(qp);

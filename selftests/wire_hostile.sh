@@ -54,8 +54,9 @@
 #       next, unsent PSN -> completer_drop, the QP stays up;
 #       stale ACKs, repeated sequence NAKs and ACKs past a READ, every
 #       10 ms, to a requester whose peer never answers -> its READ fails
-#       with RETRY_EXC_ERR after two ACK timeouts and goes out at most
-#       once more than the timeouts ask; the same READ outstanding when
+#       with RETRY_EXC_ERR after two ACK timeouts, resent once for the
+#       first of the NAKs (then not again) and at most once per ACK past
+#       it; the same READ outstanding when
 #       its QP went to SQD -> resent in SQD, RETRY_EXC_ERR.
 #     A case marked as a known deviation would be reported as XFAIL (none
 #     is, now).

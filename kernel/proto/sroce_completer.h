@@ -131,14 +131,13 @@ static inline bool sroce_ack_implies_nak(u32 psn, u32 oldest)
 }
 
 /*
- * Whether a NAK (sequence, or implied by an ACK short of a READ or atomic)
- * repeats the one the requester already went back for: @rewound, with the
- * oldest unacknowledged PSN @nak_psn then, and no acknowledgment of
- * anything new since (that clears @rewound), so the oldest unacknowledged
- * PSN is still @oldest. A responder NAKs a gap once (C9-106) and says
- * nothing more until the PSN it awaits arrives, so a repeat is a copy the
- * network made or a forgery: going back again would resend the whole
- * window for nothing, and keep a QP whose peer is gone from timing out.
+ * Whether a sequence NAK repeats the one the requester already went back
+ * for: @rewound, with the oldest unacknowledged PSN @nak_psn then, and no
+ * acknowledgment of anything new since (that clears @rewound), so the
+ * oldest unacknowledged PSN is still @oldest. A responder NAKs a gap once
+ * (C9-106) and says nothing more until the PSN it awaits arrives, so a
+ * repeat is a copy the network made or a forgery: going back again would
+ * resend the whole window for nothing.
  */
 static inline bool sroce_nak_repeats(bool rewound, u32 nak_psn, u32 oldest)
 {

@@ -406,22 +406,25 @@ def directed(sess):
 
     # --- stale ACKs and repeated NAKs do not keep a QP whose peer is gone alive ------
     # A READ to the phantom, which never answers, and a response every
-    # 10 ms. Only progress may push the ACK timeout back, and a NAK is gone
-    # back for once (a responder NAKs a gap once, C9-106): with timeout 14
-    # (67 ms) and retry_cnt 1 the READ fails with RETRY_EXC_ERR after two
-    # timeouts (67 + 134 ms) while the responses still come, and the READ
-    # is sent at most once more than the timeouts ask (the first NAK). A
-    # module that re-arms on every response, or goes back for every NAK
-    # (each resend pushing the timeout back), keeps the QP in RTS, resending
-    # for as long as the stream lasts.
-    def dead_peer_case(label, mkframe, what, nak):
+    # 10 ms. Only progress may push the ACK timeout back - not a response,
+    # nor what a response makes the requester resend - and a sequence NAK
+    # is gone back for once (a responder NAKs a gap once, C9-106): with
+    # timeout 14 (67 ms) and retry_cnt 1 the READ fails with RETRY_EXC_ERR
+    # after two timeouts (67 + 134 ms) while the responses still come. The
+    # READ goes out once per timeout, plus once for the first sequence NAK,
+    # or at most once per ACK past it (the responder answers each duplicate
+    # with one, so a repeat means the resent READ's response was lost too).
+    # A module that re-arms on every response, or on every resend, keeps
+    # the QP in RTS, resending for as long as the stream lasts.
+    def dead_peer_case(label, mkframe, what, resends):
         dead = Victim(vb, "rc-dead-peer-" + label, "rc", "rts", recvs=0, timeout=14,
                       retry_cnt=1)
         dead.post_read(64, 0x10000, 0x1234)
         frame = sess.f4(mkframe(dead))
         n_frames, bound = 250, 1.5
-        # The READ itself, one resend per timeout, and one for the first NAK.
-        max_sent = 1 + 1 + (1 if nak else 0)
+        # The READ itself and one resend per timeout; resends: how many
+        # the stream may ask for ("once", or "each" frame at most).
+        max_sent = 2 + (1 if resends == "once" else 0)
         seen = {"t0": time.monotonic(), "left": None, "sent": 0,
                 "own0": sess.own_requests}
 
@@ -436,6 +439,7 @@ def directed(sess):
         def failed_in_time():
             left = seen["left"]
             sent = sess.own_requests - seen["own0"]
+            most = max_sent + (seen["sent"] if resends == "each" else 0)
             probs = []
             if left is None:
                 probs.append("the QP stayed in RTS through %d %s over %.1f s: they kept its ACK"
@@ -444,31 +448,33 @@ def directed(sess):
             elif left > bound:
                 probs.append("the QP left RTS %.2f s after the first of the %s, bound %.1f s"
                              % (left, what, bound))
-            if sent > max_sent:
+            if sent > most:
                 probs.append("the READ went out %d times, at most %d: the %s made it resend"
-                             % (sent, max_sent, what))
+                             % (sent, most, what))
             if not probs:
                 log("    the QP left RTS %.2f s after the first of the %s, %d sent; the READ"
                     " went out %d time(s)" % (left, what, seen["sent"], sent))
             return probs
         seen["t0"] = time.monotonic()
         sess.case("%s every 10 ms do not keep a QP whose peer never answers alive: its READ"
-                  " fails with RETRY_EXC_ERR after two ACK timeouts, sent at most %d times"
-                  % (what, max_sent), [frame] * n_frames,
-                  atleast=dict({"retry_exceeded_err": 1}, **({"completer_drop": 1} if nak else {})),
+                  " fails with RETRY_EXC_ERR after two ACK timeouts, sent at most %s"
+                  % (what, "%d times" % max_sent if resends != "each" else
+                     "once per timeout and once per ACK"), [frame] * n_frames,
+                  atleast=dict({"retry_exceeded_err": 1},
+                               **({"completer_drop": 1} if resends == "once" else {})),
                   upto={"rcvd_bad_qp_state": 1},
                   cqes={dead: [WC_RETRY_EXC_ERR]}, pace=0.01, between=left_rts,
                   after=failed_in_time)
 
     # An ACK of the PSN before the READ: a duplicate, valid, nothing new.
     dead_peer_case("stale", lambda d: tp(RC_ACK, d.qpn, d.sq_psn - 1, aeth(AETH_ACK)),
-                   "stale ACKs", False)
+                   "stale ACKs", "none")
     # A sequence NAK of the READ's PSN: a copy of one NAK, or a forgery.
     dead_peer_case("nak", lambda d: tp(RC_ACK, d.qpn, d.sq_psn, aeth(NAK_SEQ)),
-                   "repeated sequence NAKs", True)
+                   "repeated sequence NAKs", "once")
     # An ACK of the READ's PSN: its response is lost (an implied NAK).
     dead_peer_case("implied", lambda d: tp(RC_ACK, d.qpn, d.sq_psn, aeth(AETH_ACK)),
-                   "repeated ACKs past the READ", True)
+                   "repeated ACKs past the READ", "each")
 
     # --- SQD: what started before it is still recovered ---------------------------------
     # A READ outstanding when its QP goes RTS -> SQD must complete before

@@ -162,7 +162,16 @@ static enum sroce_resp_verdict sroce_resp_send(struct sroce_qp *qp,
 			return SROCE_RESP_RNR;
 		qp->resp.in_send = true;
 	}
-	status = sroce_recv_place(qp, payload, pkt->payload_len);
+	/*
+	 * No message is longer than 2^31 bytes (IBTA): a SEND that goes on
+	 * past that into a receive WQE whose SGEs add up to more (they may
+	 * overlap) would wrap the byte count it completes with.
+	 */
+	if (!sroce_msg_len_ok((u64)qp->resp.rwqe_offset + pkt->payload_len,
+			      SROCE_MAX_MSG_SIZE))
+		status = IB_WC_LOC_LEN_ERR;
+	else
+		status = sroce_recv_place(qp, payload, pkt->payload_len);
 	if (status) {
 		sroce_recv_complete(qp, status, IB_WC_RECV,
 				    qp->resp.rwqe_offset, 0, 0, false);
@@ -550,7 +559,8 @@ static bool sroce_resp_place_ahead(struct sroce_qp *qp,
 				   SROCE_RESP_END_UNKNOWN;
 		if (!sroce_resp_ahead_ok(pos, d, len, mtu, last_d, 0, a->have) ||
 		    qp->resp.rwqe_offset + off + len > sroce_recv_room(qp) ||
-		    qp->resp.rwqe_offset + off + len > U32_MAX ||
+		    !sroce_msg_len_ok(qp->resp.rwqe_offset + off + len,
+				      SROCE_MAX_MSG_SIZE) ||
 		    sroce_recv_place_at(qp, qp->resp.rwqe_offset + off, payload,
 					len, NULL))
 			return false;

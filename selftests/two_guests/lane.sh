@@ -305,7 +305,7 @@ perf() {
 # corrupt) says what the sroce counters must show.
 rr_n=0
 remote() {
-	local side=$2 spec=$3 expect=$4 saddr sdev cdev g k retx=0 oos=0 dup=0 icrc=0 csum=0 tmo=0
+	local side=$2 spec=$3 expect=$4 saddr sdev cdev g k retx=0 oos=0 dup=0 icrc=0 csum=0 tmo=0 tlp=0 malf=0
 	shift 4
 	rr_n=$((rr_n + 1))
 	port=$((port + 1))
@@ -338,31 +338,39 @@ remote() {
 	((counted)) || return 0
 	for g in A B; do
 		echo "$g: qdisc dropped $(dc "$g.qdisc.dropped");" \
-			"$(for k in sent_pkts rcvd_pkts retransmitted_pkts retry_timeouts out_of_seq_request duplicate_request seq_nak_sent rcvd_icrc_err rcvd_malformed; do
+			"$(for k in sent_pkts rcvd_pkts retransmitted_pkts retry_timeouts tail_loss_probes out_of_seq_request duplicate_request seq_nak_sent rcvd_icrc_err rcvd_malformed; do
 				printf '%s +%s ' "$k" "$(dc "$g.sroce.$k")"
 			done)udp csum errors +$(($(dc "$g.udp.InCsumErrors") + $(dc "$g.udp6.InCsumErrors")))"
 		retx=$((retx + $(dc "$g.sroce.retransmitted_pkts")))
 		tmo=$((tmo + $(dc "$g.sroce.retry_timeouts")))
+		tlp=$((tlp + $(dc "$g.sroce.tail_loss_probes")))
+		malf=$((malf + $(dc "$g.sroce.rcvd_malformed")))
 		oos=$((oos + $(dc "$g.sroce.out_of_seq_request")))
 		dup=$((dup + $(dc "$g.sroce.duplicate_request")))
 		icrc=$((icrc + $(dc "$g.sroce.rcvd_icrc_err")))
 		csum=$((csum + $(dc "$g.udp.InCsumErrors") + $(dc "$g.udp6.InCsumErrors")))
-		for k in retry_exceeded_err rcvd_fatal_nak rcvd_malformed; do
+		for k in retry_exceeded_err rcvd_fatal_nak; do
 			(($(dc "$g.sroce.$k") == 0)) || { why="$g: $k +$(dc "$g.sroce.$k")"; return 1; }
 		done
 	done
+	# A malformed packet is one netem corrupted (below), or a bug.
+	case ",$expect," in *,corrupt,*) ;; *)
+		((malf == 0)) || { why="$malf malformed packets received, and netem corrupted nothing"; return 1; } ;;
+	esac
 	case ",$expect," in *,clean,*)
 		# Nothing lost or reordered on the way: no qdisc drop, no
 		# out-of-sequence request, no ICRC error. Retransmissions only
-		# after ACK timeouts: a guest that TCG starves of CPU for longer
-		# than the timeout (67 ms) makes its peer resend.
+		# after a timer: a guest that TCG starves of CPU for longer
+		# than a tail loss probe's wait (from 10 ms) or the ACK timeout
+		# (67 ms) makes its peer resend.
 		(($(dc A.qdisc.dropped) + $(dc B.qdisc.dropped) == 0)) ||
 			{ why="clean link, yet the qdisc dropped packets"; return 1; }
 		((oos == 0 && icrc == 0 && csum == 0)) ||
 			{ why="clean link, yet $oos out-of-sequence requests, $icrc ICRC errors, $csum UDP checksum errors"; return 1; }
 		if ((retx > 0)); then
-			((tmo > 0)) || { why="clean link, $retx retransmissions without an ACK timeout"; return 1; }
-			echo "note: $retx packets retransmitted after $tmo ACK timeouts (a starved guest), no loss"
+			((tmo + tlp > 0)) ||
+				{ why="clean link, $retx retransmissions without an ACK timeout or a tail loss probe"; return 1; }
+			echo "note: $retx packets retransmitted after $tmo ACK timeouts and $tlp tail loss probes (a starved guest), no loss"
 		fi ;;
 	esac
 	case ",$expect," in *,loss,*)
@@ -379,7 +387,9 @@ remote() {
 		# RoCE v2 sends a zero UDP checksum (IPv6 too: sroce's socket
 		# accepts zero-checksum datagrams), so sroce's ICRC is what
 		# catches a flipped bit. (A bit flipped in the zero checksum
-		# itself makes the kernel check it: a UDP checksum error.)
+		# itself makes the kernel check it: a UDP checksum error. One
+		# in the UDP length makes the kernel cut the datagram there:
+		# too short for RoCE, it is malformed; else the ICRC fails.)
 		((icrc > 0)) || { why="netem corrupted packets, but no ICRC error was counted"; return 1; }
 		((retx > 0)) || { why="corrupted packets were never retransmitted"; return 1; } ;;
 	esac

@@ -112,6 +112,17 @@ static bool sroce_comp_idle(const struct sroce_qp *qp)
 }
 
 /*
+ * Whether a timer has anything to recover: some PSN ever sent is not
+ * acknowledged. WQEs fetched but not started (held back by the window, the
+ * READ/atomic limit or a fence; or by SQD, where none may start) wait for
+ * the requester, not for the peer. sq_lock held.
+ */
+static bool sroce_comp_unacked(const struct sroce_qp *qp)
+{
+	return qp->comp.psn != qp->req.psn_hi;
+}
+
+/*
  * The wait before the next tail loss probe (sroce_gbn.h), 0 if none may
  * come: PSNs sent and not acknowledged count whichever pass sent them, and
  * a QP that DCQCN paces is not probed. sq_lock held.
@@ -691,7 +702,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 
 	spin_lock_bh(&qp->sq_lock);
 	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
-	    sroce_comp_idle(qp)) {
+	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}
@@ -745,7 +756,7 @@ static void sroce_comp_probe_timeout(struct timer_list *t)
 	spin_lock_bh(&qp->sq_lock);
 	pto = sroce_comp_pto_ns(qp);
 	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
-	    sroce_comp_idle(qp) || !pto) {
+	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp) || !pto) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}

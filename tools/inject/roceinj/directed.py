@@ -409,24 +409,26 @@ def directed(sess):
     # 10 ms. Only progress may push the ACK timeout back - not a response,
     # nor what a response makes the requester resend - and a sequence NAK
     # is gone back for once (a responder NAKs a gap once, C9-106): with
-    # timeout 14 (67 ms) and retry_cnt 1 the READ fails with RETRY_EXC_ERR
-    # after two timeouts (67 + 134 ms) while the responses still come. The
+    # timeout 17 (537 ms) and retry_cnt 1 the READ fails with RETRY_EXC_ERR
+    # after two timeouts (0.54 + 1.07 s) while the responses still come
+    # (a shorter timeout ran out before the stream began on the debug
+    # kernel, and the case then checked nothing: it says so now). The
     # READ goes out once per timeout, plus once for the first sequence NAK,
     # or at most once per ACK past it (the responder answers each duplicate
     # with one, so a repeat means the resent READ's response was lost too).
     # A module that re-arms on every response, or on every resend, keeps
     # the QP in RTS, resending for as long as the stream lasts.
     def dead_peer_case(label, mkframe, what, resends):
-        dead = Victim(vb, "rc-dead-peer-" + label, "rc", "rts", recvs=0, timeout=14,
+        dead = Victim(vb, "rc-dead-peer-" + label, "rc", "rts", recvs=0, timeout=17,
                       retry_cnt=1)
         dead.post_read(64, 0x10000, 0x1234)
         frame = sess.f4(mkframe(dead))
-        n_frames, bound = 250, 1.5
+        n_frames, bound = 300, 2.5
         # The READ itself and one resend per timeout; resends: how many
         # the stream may ask for ("once", or "each" frame at most).
         max_sent = 2 + (1 if resends == "once" else 0)
         seen = {"t0": time.monotonic(), "left": None, "sent": 0,
-                "own0": sess.own_requests}
+                "own0": sess.own_requests, "late": False}
 
         def left_rts():
             # Stop once it failed. The response already on its way when it
@@ -434,6 +436,7 @@ def directed(sess):
             seen["sent"] += 1
             if dead.state() != vb.e.IBV_QPS_RTS:
                 seen["left"] = time.monotonic() - seen["t0"]
+                seen["late"] = seen["sent"] == 1
             return seen["left"] is not None
 
         def failed_in_time():
@@ -441,7 +444,10 @@ def directed(sess):
             sent = sess.own_requests - seen["own0"]
             most = max_sent + (seen["sent"] if resends == "each" else 0)
             probs = []
-            if left is None:
+            if seen["late"]:
+                probs.append("the QP had left RTS by the first of the %s: its timeouts ran"
+                             " out before the stream began, and the case checked nothing" % what)
+            elif left is None:
                 probs.append("the QP stayed in RTS through %d %s over %.1f s: they kept its ACK"
                              " timeout from firing" % (seen["sent"], what,
                                                        time.monotonic() - seen["t0"]))

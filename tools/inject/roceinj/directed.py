@@ -488,11 +488,18 @@ def directed(sess):
     # that never answers, it fails with RETRY_EXC_ERR after two timeouts. A
     # module that stops the ACK timer's work in SQD leaves it outstanding,
     # and the QP in SQD, for ever.
-    sqd = Victim(vb, "rc-sqd-dead-peer", "rc", "rts", recvs=0, timeout=14, retry_cnt=1)
+    # Timeout 17 (0.54 + 1.07 s): with 14 (67 + 134 ms) the loaded debug
+    # kernel failed the READ before the case began, which then checked
+    # nothing (it says so now).
+    sqd = Victim(vb, "rc-sqd-dead-peer", "rc", "rts", recvs=0, timeout=17, retry_cnt=1)
     sqd.post_read(64, 0x10000, 0x1234)
     sqd.modify(vb.e.IBV_QP_STATE, qp_state=vb.e.IBV_QPS_SQD)
+    sqd_before = sqd.state_name()
 
     def sqd_failed():
+        if sqd_before != "SQD":
+            return ["the QP was in %s, not SQD, when the case began: it checked nothing"
+                    % sqd_before]
         st = sqd.state_name()
         return [] if st == "ERR" else ["the QP is in %s, not ERR" % st]
     sess.case("a READ outstanding when its QP went to SQD, to a peer that never answers: resent"

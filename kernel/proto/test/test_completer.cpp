@@ -128,8 +128,6 @@ TEST(CompleterAck, AnAckStoppedShortImpliesALostResponse)
 	EXPECT_FALSE(sroce_ack_implies_nak(0xffffff, 0));
 }
 
-// The RNR retry budget: each RNR NAK takes one, none left is an error, and
-// 7 never runs out.
 // A responder NAKs a gap once and then waits for the PSN it asked for: a
 // second NAK of the same oldest PSN, with nothing acknowledged in between,
 // is a copy or a forgery and does not send the window again. Progress, or
@@ -144,6 +142,8 @@ TEST(CompleterAck, ANakIsGoneBackForOnce)
 	EXPECT_FALSE(sroce_nak_repeats(true, 0xffffff, 0));
 }
 
+// The RNR retry budget: each RNR NAK takes one, none left is an error, and
+// 7 never runs out.
 TEST(CompleterRnr, SevenRetriesForEver)
 {
 	uint8_t budget = 2;

@@ -523,6 +523,12 @@ static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
 			return SROCE_COMP_FATAL;
 		}
 		qp->comp.rnr_wait = true;
+		/*
+		 * The responder turned the oldest PSN away, so it has no gap
+		 * to have NAKed once any more: a sequence NAK of that PSN
+		 * after this one is a new one, gone back for.
+		 */
+		qp->comp.nak_rewound = false;
 		sroce_comp_rewind(qp);
 		if (!test_bit(SROCE_QPF_DYING, &qp->flags)) {
 			u32 us = sroce_rnr_timer_usec(sroce_aeth_value(syn));

@@ -57,7 +57,9 @@
 #       with RETRY_EXC_ERR after two ACK timeouts, resent once for the
 #       first of the NAKs (then not again) and at most once per ACK past
 #       it; the same READ outstanding when
-#       its QP went to SQD -> resent in SQD, RETRY_EXC_ERR.
+#       its QP went to SQD -> resent in SQD, RETRY_EXC_ERR; a sequence NAK,
+#       an RNR NAK and a sequence NAK of one SEND's PSN -> the SEND resent
+#       for each (after an RNR NAK a sequence NAK is a new gap's).
 #     A case marked as a known deviation would be reported as XFAIL (none
 #     is, now).
 #  3. Flood: 50k SENDs to unknown QPNs and 5k CNPs for unknown QPs: every one

@@ -133,8 +133,9 @@ static inline bool sroce_ack_implies_nak(u32 psn, u32 oldest)
 /*
  * Whether a sequence NAK repeats the one the requester already went back
  * for: @rewound, with the oldest unacknowledged PSN @nak_psn then, and no
- * acknowledgment of anything new since (that clears @rewound), so the
- * oldest unacknowledged PSN is still @oldest. A responder NAKs a gap once
+ * acknowledgment of anything new since, so the oldest unacknowledged PSN is
+ * still @oldest (progress and an RNR NAK, after which the responder awaits
+ * that PSN afresh, clear @rewound). A responder NAKs a gap once
  * (C9-106) and says nothing more until the PSN it awaits arrives, so a
  * repeat is a copy the network made or a forgery: going back again would
  * resend the whole window for nothing.

@@ -3,7 +3,7 @@
 import struct
 import time
 
-from .proto import (AETH_ACK, CNP, GSI_QKEY, MCAST_QPN, NAK_ACC, NAK_SEQ, RC_ACK, RC_ATOMIC_ACK,
+from .proto import (AETH_ACK, AETH_RNR, CNP, GSI_QKEY, MCAST_QPN, NAK_ACC, NAK_SEQ, RC_ACK, RC_ATOMIC_ACK,
                     RC_ATOMIC_WRITE, RC_CMP_SWAP, RC_FETCH_ADD, RC_READ_REQ, RC_READ_RESP_FIRST,
                     RC_READ_RESP_LAST, RC_READ_RESP_MIDDLE, RC_READ_RESP_ONLY, RC_SEND_FIRST,
                     RC_SEND_LAST, RC_SEND_MIDDLE, RC_SEND_ONLY, RC_SEND_ONLY_IMM, RC_SEND_ONLY_INV,
@@ -481,6 +481,47 @@ def directed(sess):
     # An ACK of the READ's PSN: its response is lost (an implied NAK).
     dead_peer_case("implied", lambda d: tp(RC_ACK, d.qpn, d.sq_psn, aeth(AETH_ACK)),
                    "repeated ACKs past the READ", "each")
+
+    # --- an RNR NAK ends "gone back for this NAK already" ------------------------------
+    # A sequence NAK of a SEND's PSN, an RNR NAK of it (the responder turned
+    # the PSN away, and awaits it afresh), then a sequence NAK of it again:
+    # the second one is a new gap's, not a copy of the first, and the
+    # requester goes back for it too. So the SEND goes out again three
+    # times: for the first NAK, after the RNR wait (0.01 ms), for the second
+    # NAK. A module that keeps "gone back for" across the RNR NAK drops the
+    # second NAK (completer_drop), and resends twice. Timeout 20 (4.3 s): no
+    # ACK timeout resends meanwhile, and nothing gave a round-trip sample,
+    # so no tail loss probe either; the QP is put in error afterwards.
+    rnr = Victim(vb, "rc-nak-rnr-nak", "rc", "rts", recvs=0, timeout=20, retry_cnt=1)
+    own = sess.own_requests
+    rnr.post_send(64)
+    # Its first transmission, seen before the case (which starts by
+    # draining the capture), so that only the resends are counted.
+    t_end = time.monotonic() + 5
+    while sess.own_requests == own and time.monotonic() < t_end:
+        sess.answers()
+        time.sleep(0.02)
+    rnr_seen = {"own0": sess.own_requests, "first": sess.own_requests - own}
+
+    def resent_three():
+        time.sleep(1.0)
+        sess.answers()
+        sent = sess.own_requests - rnr_seen["own0"]
+        rnr.modify(vb.e.IBV_QP_STATE, qp_state=vb.e.IBV_QPS_ERR)
+        if rnr_seen["first"] != 1:
+            return ["the SEND went out %d times before the first NAK, want once"
+                    % rnr_seen["first"]]
+        if sent != 3:
+            return ["the SEND went out again %d times, want 3 (for the NAK, after the RNR wait,"
+                    " and for the second NAK)%s" % (
+                        sent, ": the NAK after the RNR NAK was taken for a repeat" if sent == 2
+                        else "")]
+        return []
+    sess.case("a sequence NAK, an RNR NAK, a sequence NAK of the same PSN: the requester goes back"
+              " for each", [sess.f4(tp(RC_ACK, rnr.qpn, rnr.sq_psn, aeth(NAK_SEQ))),
+                            sess.f4(tp(RC_ACK, rnr.qpn, rnr.sq_psn, aeth(AETH_RNR | 1))),
+                            sess.f4(tp(RC_ACK, rnr.qpn, rnr.sq_psn, aeth(NAK_SEQ)))],
+              pace=0.3, after=resent_three)
 
     # --- SQD: what started before it is still recovered ---------------------------------
     # A READ outstanding when its QP goes RTS -> SQD must complete before

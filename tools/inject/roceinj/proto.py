@@ -53,6 +53,7 @@ RESERVED_OPCODES = [op for op in range(256) if op not in HDR_LEN]
 # AETH syndromes.
 AETH_ACK = 0x1F            # ACK, credit count "invalid" (sroce sends this)
 NAK_SEQ, NAK_INV, NAK_ACC, NAK_OP = 0x60, 0x61, 0x62, 0x63
+AETH_RNR = 0x20            # RNR NAK; the low 5 bits are the timer code (1: 0.01 ms)
 
 # ibv_wc_status values used here.
 WC_SUCCESS, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_WR_FLUSH_ERR, WC_REM_INV_REQ_ERR = 0, 1, 4, 5, 9

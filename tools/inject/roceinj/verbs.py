@@ -226,6 +226,14 @@ class Victim:
         wr.set_wr_rdma(rkey, raddr)
         self.qp.post_send(wr)
 
+    def post_send(self, length, wr_id=3):
+        from pyverbs.wr import SendWR, SGE
+        e = self.vb.e
+        wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_SEND, num_sge=1,
+                    sg=[SGE(self.vb.lmr.buf, length, self.vb.lmr.lkey)],
+                    send_flags=e.IBV_SEND_SIGNALED)
+        self.qp.post_send(wr)
+
     def post_fetch_add(self, raddr, rkey, add, off, wr_id=2):
         from pyverbs.wr import SendWR, SGE
         e = self.vb.e

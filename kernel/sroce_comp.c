@@ -2,10 +2,11 @@
 /*
  * sroce RC completer: turns ACKs, NAKs, READ responses and atomic
  * acknowledgements into completions (the rules: proto/sroce_completer.h),
- * posts completions in order, and recovers from loss: the retransmit and
- * RNR timers, and going back N to the oldest unacknowledged PSN
- * (proto/sroce_gbn.h). The requester (sroce_req.c) sends; this file
- * decides what was received and what must be sent again.
+ * posts completions in order, and recovers from loss by going back N to
+ * the oldest unacknowledged PSN (proto/sroce_gbn.h); its timers (the ACK
+ * timeout, tail loss probes, the RNR wait) are sroce_comp_timer.c. The
+ * requester (sroce_req.c) sends; this file decides what was received and
+ * what must be sent again.
  */
 
 #include <linux/jiffies.h>
@@ -103,63 +104,6 @@ bool sroce_comp_retire(struct sroce_qp *qp)
 	/* The consumer the process sees is what is completed, not fetched. */
 	smp_store_release(&qp->sq.hdr->consumer, qp->comp.idx);
 	return err;
-}
-
-/* Nothing sent is unacknowledged, no WQE waits. sq_lock held. */
-static bool sroce_comp_idle(const struct sroce_qp *qp)
-{
-	return qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched;
-}
-
-/*
- * Whether a timer has anything to recover: some PSN ever sent is not
- * acknowledged. WQEs fetched but not started (held back by the window, the
- * READ/atomic limit or a fence; or by SQD, where none may start) wait for
- * the requester, not for the peer. sq_lock held.
- */
-static bool sroce_comp_unacked(const struct sroce_qp *qp)
-{
-	return qp->comp.psn != qp->req.psn_hi;
-}
-
-/*
- * The wait before the next tail loss probe (sroce_gbn.h), 0 if none may
- * come: PSNs sent and not acknowledged count whichever pass sent them, and
- * a QP that DCQCN paces is not probed. sq_lock held.
- */
-static u64 sroce_comp_pto_ns(const struct sroce_qp *qp)
-{
-	return sroce_tlp_pto_ns(&qp->comp.rtt, qp->comp.probes,
-				sroce_psn_diff(qp->req.psn_hi, qp->comp.psn),
-				jiffies_to_nsecs(qp->comp.gap_j),
-				sroce_rto_ns(qp->attr.timeout, qp->comp.backoff),
-				READ_ONCE(qp->cc.limited));
-}
-
-/*
- * Time the next tail loss probe, if one may come: one jiffy more than the
- * wait, so that it never fires early at a tick. sq_lock held.
- */
-void sroce_comp_arm_probe(struct sroce_qp *qp)
-{
-	u64 pto = sroce_comp_pto_ns(qp);
-
-	if (!pto || test_bit(SROCE_QPF_DYING, &qp->flags))
-		return;
-	mod_timer(&qp->comp.probe_timer,
-		  jiffies + max_t(unsigned long, nsecs_to_jiffies(pto) + 1, 2));
-}
-
-/* Time the ACK timeout, and the tail loss probe before it. sq_lock held. */
-void sroce_comp_arm_retrans(struct sroce_qp *qp)
-{
-	u64 ns = sroce_rto_ns(qp->attr.timeout, qp->comp.backoff);
-
-	if (!ns || test_bit(SROCE_QPF_DYING, &qp->flags))
-		return;
-	mod_timer(&qp->comp.retrans_timer,
-		  jiffies + max_t(unsigned long, nsecs_to_jiffies(ns), 1));
-	sroce_comp_arm_probe(qp);
 }
 
 /*
@@ -321,16 +265,76 @@ static int sroce_comp_read_place(struct sroce_qp *qp,
 			      IB_ACCESS_LOCAL_WRITE);
 }
 
+/*
+ * A READ response other than the awaited one (PSN @expect, byte @off of the
+ * READ @w): a later one says the awaited one was lost (an implied NAK, once
+ * per hole; the READ's last response may ask again), and one that fits
+ * where it belongs is placed now. sq_lock held.
+ */
+static enum sroce_comp_verdict
+sroce_comp_read_ahead(struct sroce_qp *qp, const struct sroce_pkt *pkt,
+		      const u8 *payload, struct sroce_wqe_st *st,
+		      struct sroce_send_wqe *w, u32 expect, u32 off)
+{
+	u32 d = max(sroce_psn_diff(pkt->bth.psn, expect), 0);
+	u32 last_d = max(sroce_psn_diff(st->last_psn, expect), 0);
+	enum sroce_comp_verdict v = SROCE_COMP_OK;
+	bool fits;
+	int status;
+
+	/* Of the length its position needs, if it is inside the READ. */
+	fits = d && d <= last_d &&
+	       sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
+				      st->resid - d * qp->mtu, qp->mtu);
+	/* A later response: the one expected was lost (once). */
+	if (sroce_read_resp_gap(pkt->bth.psn, expect, qp->req.psn_hi,
+				qp->comp.rr_gap, qp->comp.rr_gap_psn)) {
+		qp->comp.rr_gap = true;
+		qp->comp.rr_reasked = false;
+		qp->comp.rr_lasts = 0;
+		qp->comp.rr_gap_psn = expect;
+		sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
+		v = SROCE_COMP_RETRY;
+	} else if (d == last_d && pkt->info->pos == SROCE_POS_LAST &&
+		   fits) {
+		/* The READ's last response, past the hole. */
+		if (qp->comp.rr_lasts < U8_MAX)
+			qp->comp.rr_lasts++;
+		if (sroce_read_resp_reask(qp->comp.rr_lasts,
+					  st->state == SROCE_WQE_SENT,
+					  expect, qp->comp.rr_gap,
+					  qp->comp.rr_gap_psn,
+					  qp->comp.rr_reasked)) {
+			qp->comp.rr_reasked = true;
+			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
+			v = SROCE_COMP_RETRY;
+		}
+	}
+	/* Ahead of the awaited one: in place now, if it fits. */
+	if (!fits || !sroce_read_resp_ahead(pkt->info->pos, d, last_d,
+					    qp->comp.rr_have)) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+		return v;
+	}
+	status = sroce_comp_read_place(qp, w, off + d * qp->mtu,
+				       payload, pkt->payload_len);
+	if (status) {
+		st->state = SROCE_WQE_DONE;
+		st->status = status;
+		return SROCE_COMP_FATAL;
+	}
+	qp->comp.rr_have |= 1ULL << (d - 1);
+	return v;
+}
+
 static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 						    const struct sroce_pkt *pkt,
 						    const u8 *payload)
 {
 	struct sroce_wqe_st *st;
 	struct sroce_send_wqe *w;
-	enum sroce_comp_verdict v = SROCE_COMP_OK;
-	u32 idx, expect, off, d, k;
-	u32 last_d;
-	bool reposted, fits;
+	u32 idx, expect, off, k;
+	bool reposted;
 	int status;
 
 	/*
@@ -351,49 +355,9 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 	}
 	off = sroce_wqe_len(w) - st->resid;
 	expect = sroce_read_resp_psn(st->first_psn, off, qp->mtu);
-	if (pkt->bth.psn != expect) {
-		d = max(sroce_psn_diff(pkt->bth.psn, expect), 0);
-		last_d = max(sroce_psn_diff(st->last_psn, expect), 0);
-		/* Of the length its position needs, if it is inside the READ. */
-		fits = d && d <= last_d &&
-		       sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
-					      st->resid - d * qp->mtu, qp->mtu);
-		/* A later response: the one expected was lost (once). */
-		if (sroce_read_resp_gap(pkt->bth.psn, expect, qp->req.psn_hi,
-					qp->comp.rr_gap, qp->comp.rr_gap_psn)) {
-			qp->comp.rr_gap = true;
-			qp->comp.rr_reasked = false;
-			qp->comp.rr_lasts = 0;
-			qp->comp.rr_gap_psn = expect;
-			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
-			v = SROCE_COMP_RETRY;
-		} else if (d == last_d && pkt->info->pos == SROCE_POS_LAST &&
-			   fits) {
-			/* The READ's last response, past the hole. */
-			if (qp->comp.rr_lasts < U8_MAX)
-				qp->comp.rr_lasts++;
-			if (sroce_read_resp_reask(qp->comp.rr_lasts,
-						  st->state == SROCE_WQE_SENT,
-						  expect, qp->comp.rr_gap,
-						  qp->comp.rr_gap_psn,
-						  qp->comp.rr_reasked)) {
-				qp->comp.rr_reasked = true;
-				sroce_stat_inc(qp->sdev,
-					       SROCE_CNT_IMPLIED_NAK);
-				v = SROCE_COMP_RETRY;
-			}
-		}
-		/* Ahead of the awaited one: in place now, if it fits. */
-		if (!fits || !sroce_read_resp_ahead(pkt->info->pos, d, last_d,
-						    qp->comp.rr_have))
-			goto drop;
-		status = sroce_comp_read_place(qp, w, off + d * qp->mtu,
-					       payload, pkt->payload_len);
-		if (status)
-			goto fail;
-		qp->comp.rr_have |= 1ULL << (d - 1);
-		return v;
-	}
+	if (pkt->bth.psn != expect)
+		return sroce_comp_read_ahead(qp, pkt, payload, st, w, expect,
+					     off);
 	if (!sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
 				    st->resid, qp->mtu))
 		goto drop;
@@ -426,7 +390,7 @@ fail:
 	return SROCE_COMP_FATAL;
 drop:
 	sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
-	return v;
+	return SROCE_COMP_OK;
 }
 
 static enum sroce_comp_verdict sroce_comp_atomic_ack(struct sroce_qp *qp,
@@ -460,7 +424,7 @@ drop:
 }
 
 /* Fail the WQE that holds @psn with @status (a fatal NAK). */
-static void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status)
+void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status)
 {
 	u32 idx;
 
@@ -597,13 +561,39 @@ void sroce_sqd_notify(struct sroce_qp *qp)
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 }
 
+/* What a response means, by its kind. sq_lock held. */
+static enum sroce_comp_verdict sroce_comp_dispatch(struct sroce_qp *qp,
+						   const struct sroce_pkt *pkt,
+						   const u8 *payload)
+{
+	switch (pkt->info->kind) {
+	case SROCE_KIND_ACK:
+		return sroce_comp_aeth(qp, pkt);
+	case SROCE_KIND_READ_RESP:
+		if (pkt->info->hdrs & SROCE_HDR_AETH &&
+		    sroce_aeth_type(pkt->aeth.syndrome) != SROCE_AETH_ACK) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+			break;
+		}
+		return sroce_comp_read_resp(qp, pkt, payload);
+	case SROCE_KIND_ATOMIC_ACK:
+		if (sroce_aeth_type(pkt->aeth.syndrome) != SROCE_AETH_ACK)
+			return sroce_comp_aeth(qp, pkt);
+		return sroce_comp_atomic_ack(qp, pkt);
+	default:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
+		break;
+	}
+	return SROCE_COMP_OK;
+}
+
 /*
  * sroce_comp_rcv - handle a response packet (softirq)
  */
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload)
 {
-	enum sroce_comp_verdict v = SROCE_COMP_OK;
+	enum sroce_comp_verdict v;
 	bool err, kick, drained, timed, idle;
 	enum ib_qp_state state = READ_ONCE(qp->state);
 
@@ -618,29 +608,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		sroce_psn_diff(pkt->bth.psn, qp->comp.rtt_psn) >= 0 &&
 		sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0;
 	qp->comp.progressed = false;
-	switch (pkt->info->kind) {
-	case SROCE_KIND_ACK:
-		v = sroce_comp_aeth(qp, pkt);
-		break;
-	case SROCE_KIND_READ_RESP:
-		if (pkt->info->hdrs & SROCE_HDR_AETH &&
-		    sroce_aeth_type(pkt->aeth.syndrome) != SROCE_AETH_ACK) {
-			sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
-			break;
-		}
-		v = sroce_comp_read_resp(qp, pkt, payload);
-		break;
-	case SROCE_KIND_ATOMIC_ACK:
-		if (sroce_aeth_type(pkt->aeth.syndrome) != SROCE_AETH_ACK) {
-			v = sroce_comp_aeth(qp, pkt);
-			break;
-		}
-		v = sroce_comp_atomic_ack(qp, pkt);
-		break;
-	default:
-		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
-		break;
-	}
+	v = sroce_comp_dispatch(qp, pkt, payload);
 	/* ... if it was a valid one that acknowledged something. */
 	if (timed && qp->comp.progressed) {
 		sroce_rtt_sample(&qp->comp.rtt,
@@ -654,23 +622,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		sroce_comp_rewind(qp);
 	err = sroce_comp_retire(qp) || v == SROCE_COMP_FATAL;
 	idle = sroce_comp_idle(qp);
-	/* How long the peer was silent while the requester waited. */
-	qp->comp.gap_j = qp->comp.waiting ? jiffies - qp->comp.heard_j :
-					    qp->comp.gap_j / 2;
-	qp->comp.heard_j = jiffies;
-	qp->comp.waiting = !idle;
-	/*
-	 * Only progress pushes the ACK timeout back: a stale, duplicate or
-	 * forged response must not keep a QP whose peer is gone from ever
-	 * timing out. What a NAK makes the requester resend times itself; an
-	 * RNR wait is the RNR timer's, and what it resends times itself too.
-	 */
-	if (idle || qp->comp.rnr_wait) {
-		timer_delete(&qp->comp.retrans_timer);
-		timer_delete(&qp->comp.probe_timer);
-	} else if (qp->comp.progressed && v != SROCE_COMP_FATAL) {
-		sroce_comp_arm_retrans(qp);
-	}
+	sroce_comp_heard(qp, idle, v == SROCE_COMP_FATAL);
 	/*
 	 * Wake the requester only if it has something to send: a needless
 	 * work item can hold the requester bit when the next doorbell comes,
@@ -689,122 +641,10 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		sroce_sqd_notify(qp);
 }
 
-/*
- * Whether the QP's sent requests are still the completer's to recover:
- * in RTS, and in SQD, where what started before it must still complete
- * (a loss there is resent, or SQD would never drain).
- */
-static bool sroce_comp_sending(struct sroce_qp *qp)
-{
-	enum ib_qp_state state = READ_ONCE(qp->state);
-
-	return state == IB_QPS_RTS || state == IB_QPS_SQD;
-}
-
-static void sroce_comp_retrans_timeout(struct timer_list *t)
-{
-	struct sroce_qp *qp = timer_container_of(qp, t, comp.retrans_timer);
-	bool fatal = false;
-
-	spin_lock_bh(&qp->sq_lock);
-	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
-	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp)) {
-		spin_unlock_bh(&qp->sq_lock);
-		return;
-	}
-	sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_TIMEOUT);
-	trace_sroce_timeout(qp);
-	/* IBTA: retry_cnt counts retries; 7 is not infinite for it. */
-	if (!qp->comp.retry_cnt) {
-		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRY_EXCEEDED);
-		sroce_comp_fail_psn(qp, qp->comp.psn, IB_WC_RETRY_EXC_ERR);
-		fatal = true;
-	} else {
-		u8 backoff = sroce_rto_backoff_next(qp->comp.backoff,
-						    qp->attr.timeout,
-						    qp->attr.retry_cnt);
-
-		qp->comp.retry_cnt--;
-		qp->comp.rr_gap = false;
-		/*
-		 * The peer may just be slower than the timeout: wait longer
-		 * next time, and resend a little before the rest (sroce_gbn.h).
-		 */
-		if (backoff != qp->comp.backoff)
-			sroce_stat_inc(qp->sdev, SROCE_CNT_ADP_RETRANS);
-		qp->comp.backoff = backoff;
-		if (qp->comp.window > SROCE_GBN_RESTART_WINDOW) {
-			qp->comp.window = SROCE_GBN_RESTART_WINDOW;
-			sroce_stat_inc(qp->sdev, SROCE_CNT_SLOW_RESTART);
-		}
-		sroce_comp_rewind(qp);
-	}
-	if (fatal)
-		sroce_comp_retire(qp);
-	spin_unlock_bh(&qp->sq_lock);
-
-	if (fatal)
-		sroce_qp_error(qp);
-	else
-		sroce_req_kick(qp, false);
-}
-
-/*
- * Nothing heard from the peer for a probe timeout: go back N like a
- * timeout, uncharged, resending at most a restart window (sroce_gbn.h).
- */
-static void sroce_comp_probe_timeout(struct timer_list *t)
-{
-	struct sroce_qp *qp = timer_container_of(qp, t, comp.probe_timer);
-	unsigned long due;
-	u64 pto;
-
-	spin_lock_bh(&qp->sq_lock);
-	pto = sroce_comp_pto_ns(qp);
-	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
-	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp) || !pto) {
-		spin_unlock_bh(&qp->sq_lock);
-		return;
-	}
-	/*
-	 * The tail is what nothing was sent after: a requester still sending
-	 * (paced by DCQCN, or slow) waits a probe timeout after its newest
-	 * packet, which its response cannot have beaten.
-	 */
-	due = qp->comp.sent_j + max_t(unsigned long,
-				      nsecs_to_jiffies(pto) + 1, 2);
-	if (time_before(jiffies, due)) {
-		if (!test_bit(SROCE_QPF_DYING, &qp->flags))
-			mod_timer(&qp->comp.probe_timer, due);
-		spin_unlock_bh(&qp->sq_lock);
-		return;
-	}
-	sroce_stat_inc(qp->sdev, SROCE_CNT_TLP);
-	qp->comp.probes++;
-	qp->comp.rr_gap = false;
-	if (qp->comp.window > SROCE_GBN_RESTART_WINDOW)
-		qp->comp.window = SROCE_GBN_RESTART_WINDOW;
-	sroce_comp_rewind(qp);
-	spin_unlock_bh(&qp->sq_lock);
-	sroce_req_kick(qp, false);
-}
-
-static void sroce_comp_rnr_timeout(struct timer_list *t)
-{
-	struct sroce_qp *qp = timer_container_of(qp, t, comp.rnr_timer);
-
-	spin_lock_bh(&qp->sq_lock);
-	qp->comp.rnr_wait = false;
-	spin_unlock_bh(&qp->sq_lock);
-	sroce_req_kick(qp, false);
-}
-
 /* The completer's part of a new QP: its timers, the full window. */
 void sroce_comp_init(struct sroce_qp *qp)
 {
-	timer_setup(&qp->comp.retrans_timer, sroce_comp_retrans_timeout, 0);
-	timer_setup(&qp->comp.probe_timer, sroce_comp_probe_timeout, 0);
-	timer_setup(&qp->comp.rnr_timer, sroce_comp_rnr_timeout, 0);
+	sroce_comp_timers_init(qp);
 	qp->comp.window = SROCE_GBN_MAX_WINDOW;
 	qp->comp.sent_j = jiffies;
 }

@@ -402,4 +402,23 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 
+/* The completer's state (sroce_comp.c, sroce_comp_timer.c) */
+
+/* Nothing sent is unacknowledged, no WQE waits. sq_lock held. */
+static inline bool sroce_comp_idle(const struct sroce_qp *qp)
+{
+	return qp->comp.psn == qp->req.psn && qp->comp.idx == qp->req.fetched;
+}
+
+/*
+ * Whether a timer has anything to recover: some PSN ever sent is not
+ * acknowledged. WQEs fetched but not started (held back by the window, the
+ * READ/atomic limit or a fence; or by SQD, where none may start) wait for
+ * the requester, not for the peer. sq_lock held.
+ */
+static inline bool sroce_comp_unacked(const struct sroce_qp *qp)
+{
+	return qp->comp.psn != qp->req.psn_hi;
+}
+
 #endif /* SROCE_QP_H */

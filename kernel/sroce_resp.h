@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The responder's internals, shared by its files: sroce_resp.c (requests:
- * checks, data placement, ACK/NAK, atomics, duplicates, UC), sroce_read.c
- * (READ resources, responses and streaming, the backlog behind a stream)
- * and sroce_recv.c (receive WQEs, which UD's receive in sroce_ud.c uses
- * too). Everything here runs under the QP's resp_lock.
+ * checks, data placement, ACK/NAK, atomics, duplicates, UC),
+ * sroce_resp_ahead.c (requests placed ahead of the expected PSN),
+ * sroce_read.c (READ resources, responses and streaming, the backlog
+ * behind a stream) and sroce_recv.c (receive WQEs, which UD's receive in
+ * sroce_ud.c uses too). Everything here runs under the QP's resp_lock.
  */
 #ifndef SROCE_RESP_H
 #define SROCE_RESP_H
@@ -33,6 +34,11 @@ enum sroce_resp_verdict sroce_resp_handle(struct sroce_qp *qp,
 					  const struct sroce_pkt *pkt,
 					  const u8 *payload);
 void sroce_resp_fail(struct sroce_qp *qp, enum sroce_resp_verdict v);
+
+/* sroce_resp_ahead.c: requests placed ahead of the expected PSN */
+bool sroce_resp_place_ahead(struct sroce_qp *qp, const struct sroce_pkt *pkt,
+			    const u8 *payload, u32 d);
+bool sroce_resp_ahead_run(struct sroce_qp *qp, const struct sroce_pkt *pkt);
 
 /* sroce_recv.c: receive WQEs (also UD's, in sroce_ud.c) */
 struct sroce_cqe;

@@ -2,9 +2,11 @@
 /*
  * The transport of every QP type (RC, UC, UD and GSI, XRC): the packet path
  * (sroce_tx.c, sroce_rx.c), the requester (sroce_req.c) and its send queue
- * (sroce_sq.c), UD (sroce_ud.c), the completer with its timers
- * (sroce_comp.c), the responder (sroce_resp.c, its READ side sroce_read.c)
- * and receive WQEs (sroce_recv.c); the rules they apply are kernel/proto's.
+ * (sroce_sq.c), UD (sroce_ud.c), the completer (sroce_comp.c) with its
+ * timers (sroce_comp_timer.c), the responder (sroce_resp.c, with the
+ * requests placed ahead in sroce_resp_ahead.c and its READ side in
+ * sroce_read.c) and receive WQEs (sroce_recv.c); the rules they apply are
+ * kernel/proto's.
  * See sroce_qp.h for the execution contexts and locks.
  */
 #ifndef SROCE_TRANSPORT_H
@@ -74,7 +76,7 @@ void sroce_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 /* sroce_qp.c */
 void sroce_qp_flush(struct sroce_qp *qp);
 
-/* sroce_comp.c: completer, retransmit and RNR timers, go-back-N */
+/* sroce_comp.c: completer, go-back-N */
 void sroce_comp_init(struct sroce_qp *qp);
 void sroce_comp_reset(struct sroce_qp *qp);
 void sroce_comp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
@@ -84,11 +86,16 @@ void sroce_comp_stop(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload);
 bool sroce_comp_retire(struct sroce_qp *qp);
-void sroce_comp_arm_retrans(struct sroce_qp *qp);
-void sroce_comp_arm_probe(struct sroce_qp *qp);
 void sroce_comp_rewind(struct sroce_qp *qp);
+void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status);
 bool sroce_sqd_drained(struct sroce_qp *qp);
 void sroce_sqd_notify(struct sroce_qp *qp);
+
+/* sroce_comp_timer.c: the ACK timeout, tail loss probes, the RNR wait */
+void sroce_comp_timers_init(struct sroce_qp *qp);
+void sroce_comp_arm_retrans(struct sroce_qp *qp);
+void sroce_comp_arm_probe(struct sroce_qp *qp);
+void sroce_comp_heard(struct sroce_qp *qp, bool idle, bool fatal);
 
 /* sroce_resp.c: responder */
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,

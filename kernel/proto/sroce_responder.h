@@ -4,7 +4,7 @@
  * request's PSN is classified against the expected one, when a duplicate
  * READ is a retry to answer (and from which byte), where a request that
  * arrives during a READ stream goes, and which NAK an execution verdict
- * becomes. sroce_resp.c and sroce_read.c call these;
+ * becomes. sroce_resp.c, sroce_resp_ahead.c and sroce_read.c call these;
  * test/test_responder.cpp states them.
  */
 #ifndef SROCE_RESPONDER_H

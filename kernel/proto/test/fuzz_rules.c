@@ -10,7 +10,11 @@
  * only for what was sent, a WQE completes only when wholly covered, a
  * READ response is never over the MTU or the rest, and the resume point
  * after going back N lies inside the message, a SEND or WRITE segment is
- * taken only in sequence and within the PMTU.
+ * taken only in sequence and within the PMTU; a sequence NAK is gone back
+ * for once per gap and a READ response asked for again once, a packet
+ * placed ahead is within reach, new and of the size its place needs, the
+ * round-trip estimate settles, a probe's wait keeps to its bounds, and the
+ * window grows back.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -269,13 +273,158 @@ static void fuzz_gbn(struct in *in)
 				take(in, 2), take(in, 1) | 1, true));
 }
 
+/*
+ * The completer's once-only decisions, as the kernel keeps their state: a
+ * sequence NAK is gone back for once per oldest PSN until progress or an
+ * RNR NAK (sroce_comp.c), and a READ's awaited response is asked for once
+ * more at most once (sroce_comp_read_ahead()).
+ */
+static void fuzz_completer_once(struct in *in)
+{
+	bool rewound = false, reasked = false;
+	u32 oldest = take_psn(in), nak_psn = 0, expect = take_psn(in);
+	u32 psn = take_psn(in), lasts = 0;
+	int steps = 64, backs = 0, reasks = 0;
+
+	CHECK(!sroce_ack_implies_nak(psn, sroce_psn_add(psn, 1)));
+	CHECK(sroce_ack_implies_nak(psn, sroce_psn_add(psn, 2)));
+	while (in->n && steps--) {
+		switch (take(in, 1) % 4) {
+		case 0:	/* a sequence NAK of the oldest unacknowledged PSN */
+			if (sroce_nak_repeats(rewound, nak_psn, oldest)) {
+				/* never the first since progress or RNR */
+				CHECK(backs == 1);
+				break;
+			}
+			rewound = true;
+			nak_psn = oldest;
+			CHECK(++backs == 1);
+			break;
+		case 1:	/* progress: something new is acknowledged */
+			oldest = sroce_psn_add(oldest, 1 + take(in, 1));
+			rewound = false;
+			backs = 0;
+			break;
+		case 2:	/* an RNR NAK: the responder awaits the PSN afresh */
+			rewound = false;
+			backs = 0;
+			break;
+		default: /* the READ's last response, past the hole */
+			lasts++;
+			if (sroce_read_resp_reask(lasts, take(in, 1) & 1,
+						  expect, true, expect,
+						  reasked)) {
+				CHECK(lasts >= 2);
+				reasked = true;
+				CHECK(++reasks == 1);
+			}
+			break;
+		}
+	}
+}
+
+/*
+ * Packets placed ahead of the awaited one (the requester's READ responses,
+ * the responder's SEND and WRITE packets): never outside the bitmap, never
+ * twice, never past the message's end, and of the size their place needs.
+ */
+static void fuzz_placement(struct in *in)
+{
+	u64 have = (u64)take(in, 4) << 32 | take(in, 4), bits = have, done;
+	u32 d = take(in, 1), last_d = take(in, 1), len = take(in, 2);
+	u32 mtu = take_mtu(in), resid = take(in, 4), k, i;
+	u32 last_len = take(in, 1) & 1 ? 0 : take(in, 2);
+	u32 first = take_psn(in), off = take(in, 3);
+	u8 pos = take(in, 1) % 4;
+	u32 wd, wlen;
+
+	CHECK(sroce_psn_sub(sroce_read_resp_psn(first, off, mtu), first) ==
+	      off / mtu);
+	if (sroce_read_resp_ahead((enum sroce_op_pos)pos, d, last_d, have)) {
+		CHECK(d >= 1 && d <= SROCE_AHEAD_MAX && d <= last_d);
+		CHECK(!sroce_ahead_has(have, d));
+		CHECK(pos == (d == last_d ? SROCE_POS_LAST : SROCE_POS_MIDDLE));
+	}
+	if (take(in, 1) & 1)
+		last_d = SROCE_RESP_END_UNKNOWN;
+	if (sroce_resp_ahead_ok(pos, d, len, mtu, last_d, last_len, have)) {
+		CHECK(d >= 1 && d <= SROCE_AHEAD_MAX && d <= last_d);
+		CHECK(!sroce_ahead_has(have, d));
+		CHECK(pos == SROCE_POS_MIDDLE || pos == SROCE_POS_LAST);
+		if (pos == SROCE_POS_MIDDLE)
+			CHECK(len == mtu && d < last_d);
+		else if (last_d == SROCE_RESP_END_UNKNOWN)
+			CHECK(len && len <= mtu && !sroce_ahead_beyond(have, d));
+		else
+			CHECK(len && len <= mtu && d == last_d &&
+			      (!last_len || len == last_len));
+	}
+	if (resid) {
+		sroce_resp_write_end(resid, mtu, &wd, &wlen);
+		CHECK(wlen >= 1 && wlen <= mtu);
+		CHECK((u64)wd * mtu + wlen == resid);
+	}
+	/* The awaited one arrives: the run after it is done with too. */
+	k = sroce_ahead_run(&bits);
+	for (i = 0; i < k; i++)
+		CHECK(have >> i & 1);
+	CHECK(k == SROCE_AHEAD_MAX || !(have >> k & 1));
+	CHECK(bits == (k + 1 >= SROCE_AHEAD_MAX ? 0 : have >> (k + 1)));
+	bits = have;
+	k = take(in, 1) % (SROCE_AHEAD_MAX + 2);
+	done = sroce_ahead_consume(&bits, k);
+	CHECK(!(done & ~have));
+	CHECK(k >= SROCE_AHEAD_MAX || !(done >> k));
+}
+
+/*
+ * The round-trip estimate settles on a steady sample; a probe's wait is
+ * never below its floors nor beyond half the ACK timeout, and doubles with
+ * each probe; the window grows back to its largest within five ACKs.
+ */
+static void fuzz_timers(struct in *in)
+{
+	struct sroce_rtt r = { take(in, 4), take(in, 4) };
+	u32 us = take(in, 4), win = take(in, 2);
+	u64 gap = (u64)take(in, 4) * 1000, rto = (u64)take(in, 4) << 12;
+	s32 inflight = (s32)take(in, 2) - 8;
+	bool paced = take(in, 1) & 1;
+	u64 pto, prev = 0;
+	u8 p;
+	int i;
+
+	for (p = 0; p <= SROCE_TLP_MAX; p++) {
+		pto = sroce_tlp_pto_ns(&r, p, inflight, gap, rto, paced);
+		if (pto) {
+			CHECK(!paced && r.srtt_us && p < SROCE_TLP_MAX);
+			CHECK(inflight >= 1 && inflight <= SROCE_TLP_INFLIGHT);
+			CHECK(pto >= SROCE_TLP_MIN_NS << p);
+			CHECK(pto >= (2 * gap) << p);
+			CHECK(2 * pto <= rto);
+			CHECK(!prev || pto == 2 * prev);
+		}
+		prev = pto;
+	}
+	for (i = 0; i < 400; i++) {
+		sroce_rtt_sample(&r, us);
+		CHECK(r.srtt_us);
+	}
+	us = us ? us : 1;
+	CHECK(r.srtt_us / 8 == us / 8 && r.rttvar_us <= 8);
+	win = sroce_gbn_window_grow(win);
+	CHECK(win >= SROCE_GBN_RESTART_WINDOW && win <= SROCE_GBN_MAX_WINDOW);
+	for (i = 0; i < 5; i++)
+		win = sroce_gbn_window_grow(win);
+	CHECK(win == SROCE_GBN_MAX_WINDOW);
+}
+
 int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 {
 	struct in in = { data, size };
 
 	if (!size)
 		return 0;
-	switch (take(&in, 1) % 4) {
+	switch (take(&in, 1) % 7) {
 	case 0:
 		fuzz_read_retries(&in);
 		break;
@@ -284,6 +433,15 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		break;
 	case 2:
 		fuzz_completer(&in);
+		break;
+	case 3:
+		fuzz_completer_once(&in);
+		break;
+	case 4:
+		fuzz_placement(&in);
+		break;
+	case 5:
+		fuzz_timers(&in);
 		break;
 	default:
 		fuzz_gbn(&in);

@@ -13,8 +13,9 @@
  * taken only in sequence and within the PMTU; a sequence NAK is gone back
  * for once per gap and a READ response asked for again once, a packet
  * placed ahead is within reach, new and of the size its place needs, the
- * round-trip estimate settles, a probe's wait keeps to its bounds, and the
- * window grows back.
+ * round-trip estimate settles, a probe's wait keeps to its bounds, the
+ * window grows back, and each request packet's wire opcode is a request of
+ * its transport at its place in the message.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "sroce_completer.h"
 #include "sroce_gbn.h"
 #include "sroce_responder.h"
+#include "sroce_wr.h"
 
 int LLVMFuzzerTestOneInput(const u8 *data, size_t size);
 
@@ -418,13 +420,75 @@ static void fuzz_timers(struct in *in)
 	CHECK(win == SROCE_GBN_MAX_WINDOW);
 }
 
+/*
+ * Every request packet's wire opcode is one the parser knows as a request
+ * of that transport, at the packet's place in its message (a READ or an
+ * atomic is one packet), and UD sends one-packet messages only.
+ */
+static void fuzz_wr(struct in *in)
+{
+	static const u8 transports[] = { SROCE_TRANSPORT_RC, SROCE_TRANSPORT_UC,
+					 SROCE_TRANSPORT_UD, SROCE_TRANSPORT_XRC };
+	static const u8 qpts[] = { SROCE_QPT_RC, SROCE_QPT_UC, SROCE_QPT_UD,
+				   SROCE_QPT_XRC };
+	u8 t = take(in, 1), tr = take(in, 1);
+	u32 wr_op = t & 0x40 ? take(in, 4) : take(in, 1) % 32;
+	bool first = take(in, 1) & 1, last = take(in, 1) & 1;
+	const struct sroce_opcode_info *info;
+	unsigned int i;
+	int op;
+
+	if (!(t & 0x80))
+		tr = transports[t % 4];
+	op = sroce_wr_wire_opcode(tr, wr_op, first, last);
+	if (op < 0)
+		return;
+	for (i = 0; i < 4 && transports[i] != tr; i++)
+		;
+	CHECK(i < 4 && op <= 0xff && (op & 0xe0) == tr);
+	CHECK(tr != SROCE_TRANSPORT_UD || (first && last));
+	info = sroce_opcode_info((u8)op);
+	CHECK(info && info->request && (info->qpts & qpts[i]));
+	switch (wr_op) {
+	case SROCE_WR_SEND:
+	case SROCE_WR_SEND_WITH_IMM:
+	case SROCE_WR_SEND_WITH_INV:
+		CHECK(info->kind == SROCE_KIND_SEND);
+		break;
+	case SROCE_WR_RDMA_WRITE:
+	case SROCE_WR_RDMA_WRITE_WITH_IMM:
+		CHECK(info->kind == SROCE_KIND_WRITE);
+		break;
+	case SROCE_WR_RDMA_READ:
+		CHECK(info->kind == SROCE_KIND_READ_REQ);
+		break;
+	case SROCE_WR_ATOMIC_WRITE:
+		CHECK(info->kind == SROCE_KIND_ATOMIC_WRITE);
+		break;
+	default:
+		CHECK(info->kind == SROCE_KIND_ATOMIC);
+		break;
+	}
+	/* the immediate data and the invalidated rkey on the last packet */
+	CHECK(!!(info->hdrs & SROCE_HDR_IMMDT) ==
+	      (last && (wr_op == SROCE_WR_SEND_WITH_IMM ||
+			wr_op == SROCE_WR_RDMA_WRITE_WITH_IMM)));
+	CHECK(!!(info->hdrs & SROCE_HDR_IETH) ==
+	      (last && wr_op == SROCE_WR_SEND_WITH_INV));
+	if (info->kind == SROCE_KIND_SEND || info->kind == SROCE_KIND_WRITE)
+		CHECK(info->pos == (first ? (last ? SROCE_POS_ONLY : SROCE_POS_FIRST)
+					  : (last ? SROCE_POS_LAST : SROCE_POS_MIDDLE)));
+	else
+		CHECK(info->pos == SROCE_POS_ONLY);
+}
+
 int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 {
 	struct in in = { data, size };
 
 	if (!size)
 		return 0;
-	switch (take(&in, 1) % 7) {
+	switch (take(&in, 1) % 8) {
 	case 0:
 		fuzz_read_retries(&in);
 		break;
@@ -442,6 +506,9 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		break;
 	case 5:
 		fuzz_timers(&in);
+		break;
+	case 6:
+		fuzz_wr(&in);
 		break;
 	default:
 		fuzz_gbn(&in);

@@ -491,7 +491,7 @@ def directed(sess):
     # NAK. A module that keeps "gone back for" across the RNR NAK drops the
     # second NAK (completer_drop), and resends twice. Timeout 20 (4.3 s): no
     # ACK timeout resends meanwhile, and nothing gave a round-trip sample,
-    # so no tail loss probe either; the QP is put in error afterwards.
+    # so no tail loss probe either; the QP is put in error after the case.
     rnr = Victim(vb, "rc-nak-rnr-nak", "rc", "rts", recvs=0, timeout=20, retry_cnt=1)
     own = sess.own_requests
     rnr.post_send(64)
@@ -507,7 +507,6 @@ def directed(sess):
         time.sleep(1.0)
         sess.answers()
         sent = sess.own_requests - rnr_seen["own0"]
-        rnr.modify(vb.e.IBV_QP_STATE, qp_state=vb.e.IBV_QPS_ERR)
         if rnr_seen["first"] != 1:
             return ["the SEND went out %d times before the first NAK, want once"
                     % rnr_seen["first"]]
@@ -522,6 +521,9 @@ def directed(sess):
                             sess.f4(tp(RC_ACK, rnr.qpn, rnr.sq_psn, aeth(AETH_RNR | 1))),
                             sess.f4(tp(RC_ACK, rnr.qpn, rnr.sq_psn, aeth(NAK_SEQ)))],
               pace=0.3, after=resent_three)
+    # Ended here, whatever the case found (after() runs only if nothing
+    # else failed).
+    rnr.modify(vb.e.IBV_QP_STATE, qp_state=vb.e.IBV_QPS_ERR)
 
     # --- SQD: what started before it is still recovered ---------------------------------
     # A READ outstanding when its QP goes RTS -> SQD must complete before

@@ -217,28 +217,22 @@ class Victim:
         """The opcode for this QP's transport."""
         return rc_op | UC if self.kind == "uc" else rc_op
 
-    def post_read(self, length, raddr, rkey, wr_id=1):
+    def _signaled_wr(self, opcode, wr_id, length, off=0):
+        """A signaled send WR of one SGE: `length` bytes at `off` of the local MR."""
         from pyverbs.wr import SendWR, SGE
-        e = self.vb.e
-        wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_RDMA_READ, num_sge=1,
-                    sg=[SGE(self.vb.lmr.buf, length, self.vb.lmr.lkey)],
-                    send_flags=e.IBV_SEND_SIGNALED)
+        return SendWR(wr_id=wr_id, opcode=opcode, num_sge=1,
+                      sg=[SGE(self.vb.lmr.buf + off, length, self.vb.lmr.lkey)],
+                      send_flags=self.vb.e.IBV_SEND_SIGNALED)
+
+    def post_read(self, length, raddr, rkey, wr_id=1):
+        wr = self._signaled_wr(self.vb.e.IBV_WR_RDMA_READ, wr_id, length)
         wr.set_wr_rdma(rkey, raddr)
         self.qp.post_send(wr)
 
     def post_send(self, length, wr_id=3):
-        from pyverbs.wr import SendWR, SGE
-        e = self.vb.e
-        wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_SEND, num_sge=1,
-                    sg=[SGE(self.vb.lmr.buf, length, self.vb.lmr.lkey)],
-                    send_flags=e.IBV_SEND_SIGNALED)
-        self.qp.post_send(wr)
+        self.qp.post_send(self._signaled_wr(self.vb.e.IBV_WR_SEND, wr_id, length))
 
     def post_fetch_add(self, raddr, rkey, add, off, wr_id=2):
-        from pyverbs.wr import SendWR, SGE
-        e = self.vb.e
-        wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_ATOMIC_FETCH_AND_ADD, num_sge=1,
-                    sg=[SGE(self.vb.lmr.buf + off, 8, self.vb.lmr.lkey)],
-                    send_flags=e.IBV_SEND_SIGNALED)
+        wr = self._signaled_wr(self.vb.e.IBV_WR_ATOMIC_FETCH_AND_ADD, wr_id, 8, off)
         wr.set_wr_atomic(rkey, raddr, add, 0)
         self.qp.post_send(wr)

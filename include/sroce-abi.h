@@ -204,15 +204,6 @@ enum sroce_wr_opcode {
 				 SROCE_WR_BIT(SROCE_WR_SEND_WITH_INV) |	\
 				 SROCE_WR_BIT(SROCE_WR_RDMA_WRITE) |		\
 				 SROCE_WR_BIT(SROCE_WR_RDMA_WRITE_WITH_IMM))
-/* Name remote memory (rkey, remote_addr). */
-#define SROCE_WR_RKEY_OPS	(SROCE_WR_BIT(SROCE_WR_RDMA_WRITE) |		\
-				 SROCE_WR_BIT(SROCE_WR_RDMA_WRITE_WITH_IMM) |	\
-				 SROCE_WR_RD_ATOMIC_OPS |			\
-				 SROCE_WR_BIT(SROCE_WR_ATOMIC_WRITE))
-/* Consume a receive WQE at the peer. */
-#define SROCE_WR_RECV_OPS	(SROCE_WR_UD_OPS |				\
-				 SROCE_WR_BIT(SROCE_WR_SEND_WITH_INV) |	\
-				 SROCE_WR_BIT(SROCE_WR_RDMA_WRITE_WITH_IMM))
 
 /* Is @op one of @ops (an opcode from the ring: any value)? */
 static inline int sroce_wr_in(__u32 op, __u64 ops)

@@ -24,6 +24,15 @@
 #include "proto/sroce_gbn.h"
 #include "proto/sroce_psn.h"
 
+/* proto/sroce_completer.h's statuses are the kernel's. */
+#define SROCE_SAME_WC(st) static_assert((int)IB_WC_##st == (int)SROCE_WC_##st)
+SROCE_SAME_WC(SUCCESS);
+SROCE_SAME_WC(REM_INV_REQ_ERR);
+SROCE_SAME_WC(REM_ACCESS_ERR);
+SROCE_SAME_WC(REM_OP_ERR);
+SROCE_SAME_WC(RETRY_EXC_ERR);
+SROCE_SAME_WC(RNR_RETRY_EXC_ERR);
+
 static enum ib_wc_opcode sroce_comp_wc_opcode(u8 op)
 {
 	switch (op) {
@@ -202,7 +211,7 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
 		st->state = SROCE_WQE_DONE;
 		st->status = IB_WC_SUCCESS;
 	}
-	if (sroce_psn_diff(next, qp->comp.psn) > 0) {
+	if (sroce_psn_after(next, qp->comp.psn)) {
 		qp->comp.psn = next;
 		sroce_comp_progress(qp);
 		/*
@@ -210,7 +219,7 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
 		 * than the requester thought: resend from here, not the rest
 		 * of what it already has.
 		 */
-		if (sroce_psn_diff(next, qp->req.psn) > 0)
+		if (sroce_psn_after(next, qp->req.psn))
 			sroce_comp_rewind(qp);
 	}
 	return true;
@@ -472,6 +481,11 @@ static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
 	}
 	if (trace_sroce_nak_rcvd_enabled() && fate != SROCE_ACK_PROGRESS)
 		trace_sroce_nak_rcvd(qp, psn, syn);
+	if (sroce_ack_fatal(fate)) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
+		sroce_comp_fail_psn(qp, psn, sroce_ack_status(fate));
+		return SROCE_COMP_FATAL;
+	}
 	switch (fate) {
 	case SROCE_ACK_PROGRESS:
 		if (sroce_ack_implies_nak(psn, qp->comp.psn)) {
@@ -504,19 +518,7 @@ static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
 	case SROCE_ACK_SEQ:
 		sroce_stat_inc(qp->sdev, SROCE_CNT_SEQ_NAK_RCVD);
 		return sroce_comp_nak_retry(qp);
-	case SROCE_ACK_REM_ACCESS:
-		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
-		sroce_comp_fail_psn(qp, psn, IB_WC_REM_ACCESS_ERR);
-		return SROCE_COMP_FATAL;
-	case SROCE_ACK_REM_OP:
-		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
-		sroce_comp_fail_psn(qp, psn, IB_WC_REM_OP_ERR);
-		return SROCE_COMP_FATAL;
-	case SROCE_ACK_REM_INV:
-		sroce_stat_inc(qp->sdev, SROCE_CNT_NAK_RCVD);
-		sroce_comp_fail_psn(qp, psn, IB_WC_REM_INV_REQ_ERR);
-		return SROCE_COMP_FATAL;
-	case SROCE_ACK_BAD:	/* dropped above */
+	default:	/* the errors, above; BAD is dropped before */
 		break;
 	}
 	return SROCE_COMP_OK;
@@ -526,7 +528,7 @@ static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
  * SQD: true once (per entry to SQD) when nothing is outstanding any more
  * and the consumer asked for IB_EVENT_SQ_DRAINED. sq_lock held.
  */
-bool sroce_sqd_drained(struct sroce_qp *qp)
+static bool sroce_comp_sqd_drained(struct sroce_qp *qp)
 {
 	u32 idx;
 
@@ -549,7 +551,7 @@ bool sroce_sqd_drained(struct sroce_qp *qp)
 	return true;
 }
 
-void sroce_sqd_notify(struct sroce_qp *qp)
+void sroce_comp_sqd_notify(struct sroce_qp *qp)
 {
 	struct ib_event ev = {
 		.device = qp->ibqp.device,
@@ -605,8 +607,8 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	spin_lock_bh(&qp->sq_lock);
 	/* The first answer at or after the timed PSN may end its round trip. */
 	timed = qp->comp.rtt_on &&
-		sroce_psn_diff(pkt->bth.psn, qp->comp.rtt_psn) >= 0 &&
-		sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0;
+		!sroce_psn_before(pkt->bth.psn, qp->comp.rtt_psn) &&
+		sroce_psn_before(pkt->bth.psn, qp->req.psn_hi);
 	qp->comp.progressed = false;
 	v = sroce_comp_dispatch(qp, pkt, payload);
 	/* ... if it was a valid one that acknowledged something. */
@@ -630,7 +632,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	 */
 	kick = qp->req.cur != qp->req.fetched ||
 	       READ_ONCE(qp->sq.hdr->producer) != qp->sq.kidx;
-	drained = !err && sroce_sqd_drained(qp);
+	drained = !err && sroce_comp_sqd_drained(qp);
 	spin_unlock_bh(&qp->sq_lock);
 
 	if (err)
@@ -638,7 +640,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	else if (kick)
 		sroce_req_kick(qp, false);
 	if (drained)
-		sroce_sqd_notify(qp);
+		sroce_comp_sqd_notify(qp);
 }
 
 /* The completer's part of a new QP: its timers, the full window. */
@@ -686,14 +688,14 @@ void sroce_comp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 	if (mask & IB_QP_RNR_RETRY)
 		qp->comp.rnr_retry = attr->rnr_retry;
 	if (mask & IB_QP_SQ_PSN) {
-		qp->comp.psn = attr->sq_psn & SROCE_PSN_MASK;
+		qp->comp.psn = sroce_psn_mask(attr->sq_psn);
 		qp->comp.nak_rewound = false;
 	}
 }
 
 /*
  * The QP enters SQD: whether it is drained already (then the caller sends
- * IB_EVENT_SQ_DRAINED, if asked for, with sroce_sqd_notify()).
+ * IB_EVENT_SQ_DRAINED, if asked for, with sroce_comp_sqd_notify()).
  */
 bool sroce_comp_sqd_begin(struct sroce_qp *qp)
 {
@@ -701,7 +703,7 @@ bool sroce_comp_sqd_begin(struct sroce_qp *qp)
 
 	spin_lock_bh(&qp->sq_lock);
 	qp->comp.sqd_notified = false;
-	drained = sroce_sqd_drained(qp);
+	drained = sroce_comp_sqd_drained(qp);
 	spin_unlock_bh(&qp->sq_lock);
 	return drained;
 }

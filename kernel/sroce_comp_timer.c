@@ -15,6 +15,7 @@
 #include "sroce_stats.h"
 #include "sroce_trace.h"
 #include "sroce_transport.h"
+#include "proto/sroce_completer.h"
 #include "proto/sroce_gbn.h"
 #include "proto/sroce_psn.h"
 
@@ -36,7 +37,7 @@ static u64 sroce_comp_pto_ns(const struct sroce_qp *qp)
  * Time the next tail loss probe, if one may come: one jiffy more than the
  * wait, so that it never fires early at a tick. sq_lock held.
  */
-void sroce_comp_arm_probe(struct sroce_qp *qp)
+static void sroce_comp_arm_probe(struct sroce_qp *qp)
 {
 	u64 pto = sroce_comp_pto_ns(qp);
 
@@ -47,7 +48,7 @@ void sroce_comp_arm_probe(struct sroce_qp *qp)
 }
 
 /* Time the ACK timeout, and the tail loss probe before it. sq_lock held. */
-void sroce_comp_arm_retrans(struct sroce_qp *qp)
+static void sroce_comp_arm_retrans(struct sroce_qp *qp)
 {
 	u64 ns = sroce_rto_ns(qp->attr.timeout, qp->comp.backoff);
 
@@ -59,29 +60,41 @@ void sroce_comp_arm_retrans(struct sroce_qp *qp)
 }
 
 /*
+ * Do to the ACK timeout and the tail loss probe what proto/sroce_gbn.h
+ * decided (@t). sq_lock held.
+ */
+void sroce_comp_timers(struct sroce_qp *qp, enum sroce_gbn_timer t)
+{
+	switch (t) {
+	case SROCE_GBN_TIMER_KEEP:
+		break;
+	case SROCE_GBN_TIMER_PROBE:
+		sroce_comp_arm_probe(qp);
+		break;
+	case SROCE_GBN_TIMER_RESTART:
+		sroce_comp_arm_retrans(qp);
+		break;
+	case SROCE_GBN_TIMER_STOP:
+		timer_delete(&qp->comp.retrans_timer);
+		timer_delete(&qp->comp.probe_timer);
+		break;
+	}
+}
+
+/*
  * A response was handled (@idle: nothing outstanding now; @fatal: it put
  * the QP in error): how long the peer was silent while the requester
  * waited, and the timers of what is outstanding. sq_lock held.
  */
 void sroce_comp_heard(struct sroce_qp *qp, bool idle, bool fatal)
 {
-	/* How long the peer was silent while the requester waited. */
 	qp->comp.gap_j = qp->comp.waiting ? jiffies - qp->comp.heard_j :
 					    qp->comp.gap_j / 2;
 	qp->comp.heard_j = jiffies;
 	qp->comp.waiting = !idle;
-	/*
-	 * Only progress pushes the ACK timeout back: a stale, duplicate or
-	 * forged response must not keep a QP whose peer is gone from ever
-	 * timing out. What a NAK makes the requester resend times itself; an
-	 * RNR wait is the RNR timer's, and what it resends times itself too.
-	 */
-	if (idle || qp->comp.rnr_wait) {
-		timer_delete(&qp->comp.retrans_timer);
-		timer_delete(&qp->comp.probe_timer);
-	} else if (qp->comp.progressed && !fatal) {
-		sroce_comp_arm_retrans(qp);
-	}
+	sroce_comp_timers(qp, sroce_gbn_timer_heard(idle, qp->comp.rnr_wait,
+						    qp->comp.progressed,
+						    fatal));
 }
 
 /*
@@ -109,8 +122,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 	}
 	sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_TIMEOUT);
 	trace_sroce_timeout(qp);
-	/* IBTA: retry_cnt counts retries; 7 is not infinite for it. */
-	if (!qp->comp.retry_cnt) {
+	if (!sroce_retry_take(&qp->comp.retry_cnt)) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRY_EXCEEDED);
 		sroce_comp_fail_psn(qp, qp->comp.psn, IB_WC_RETRY_EXC_ERR);
 		fatal = true;
@@ -119,7 +131,6 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 						    qp->attr.timeout,
 						    qp->attr.retry_cnt);
 
-		qp->comp.retry_cnt--;
 		qp->comp.rr_gap = false;
 		/*
 		 * The peer may just be slower than the timeout: wait longer
@@ -128,10 +139,8 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 		if (backoff != qp->comp.backoff)
 			sroce_stat_inc(qp->sdev, SROCE_CNT_ADP_RETRANS);
 		qp->comp.backoff = backoff;
-		if (qp->comp.window > SROCE_GBN_RESTART_WINDOW) {
-			qp->comp.window = SROCE_GBN_RESTART_WINDOW;
+		if (sroce_gbn_window_restart(&qp->comp.window))
 			sroce_stat_inc(qp->sdev, SROCE_CNT_SLOW_RESTART);
-		}
 		sroce_comp_rewind(qp);
 	}
 	if (fatal)
@@ -177,8 +186,7 @@ static void sroce_comp_probe_timeout(struct timer_list *t)
 	sroce_stat_inc(qp->sdev, SROCE_CNT_TLP);
 	qp->comp.probes++;
 	qp->comp.rr_gap = false;
-	if (qp->comp.window > SROCE_GBN_RESTART_WINDOW)
-		qp->comp.window = SROCE_GBN_RESTART_WINDOW;
+	sroce_gbn_window_restart(&qp->comp.window);
 	sroce_comp_rewind(qp);
 	spin_unlock_bh(&qp->sq_lock);
 	sroce_req_kick(qp, false);

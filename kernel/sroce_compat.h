@@ -46,6 +46,13 @@ static inline struct ib_udata *sroce_create_cq_udata(struct ib_udata *udata)
 }
 #endif
 
+/* IB_WR_ATOMIC_WRITE (and IB_UVERBS_WR_ATOMIC_WRITE) came with 6.2. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define SROCE_HAVE_IB_WR_ATOMIC_WRITE	1
+#else
+#define SROCE_HAVE_IB_WR_ATOMIC_WRITE	0
+#endif
+
 /* vm_flags became read-only behind vm_flags_set() in 6.3. */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
 #include <linux/mm.h>

@@ -446,6 +446,47 @@ static bool sroce_parent_is_pci(const struct net_device *ndev)
 	return ndev->dev.parent && dev_is_pci(ndev->dev.parent);
 }
 
+/* A new device's own fields, on @ndev (a reference is taken). */
+static void sroce_dev_init_fields(struct sroce_dev *sdev,
+				  struct net_device *ndev)
+{
+	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
+	sdev->ndev = ndev;
+	sdev->net = dev_net(ndev);
+	mutex_init(&sdev->port_lock);
+	atomic_set(&sdev->num_pd, 0);
+	atomic_set(&sdev->num_cq, 0);
+	atomic_set(&sdev->num_qp, 0);
+	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
+	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&sdev->srq_xa, XA_FLAGS_ALLOC1);
+	atomic_set(&sdev->num_ah, 0);
+	atomic_set(&sdev->num_srq, 0);
+	INIT_LIST_HEAD(&sdev->mcg_list);
+	mutex_init(&sdev->mcg_lock);
+}
+
+/* What the RDMA core reads of a new device: node, port, attributes. */
+static void sroce_dev_init_ibdev(struct sroce_dev *sdev,
+				 struct net_device *ndev)
+{
+	struct ib_device *ibdev = &sdev->ib_dev;
+
+	strscpy(ibdev->node_desc, "sroce", sizeof(ibdev->node_desc));
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = num_possible_cpus();
+	ibdev->local_dma_lkey = 0;
+	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid, ndev->dev_addr);
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+	sroce_init_attr(sdev);
+	sdev->port_state = sroce_port_state(ndev);
+	/* DCQCN: the rate an unlimited QP is taken to send at. */
+	sroce_cc_dev_init(sdev, sroce_eth_mbps(ndev));
+}
+
 /**
  * sroce_dev_add - create and register an sroce ib_device on @ndev
  * @ibdev_name: name requested by "rdma link add"
@@ -463,22 +504,7 @@ int sroce_dev_add(const char *ibdev_name, struct net_device *ndev)
 	if (!sdev)
 		return -ENOMEM;
 	ibdev = &sdev->ib_dev;
-
-	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
-	sdev->ndev = ndev;
-	sdev->net = dev_net(ndev);
-	mutex_init(&sdev->port_lock);
-	atomic_set(&sdev->num_pd, 0);
-	atomic_set(&sdev->num_cq, 0);
-	atomic_set(&sdev->num_qp, 0);
-	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
-	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
-	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
-	xa_init_flags(&sdev->srq_xa, XA_FLAGS_ALLOC1);
-	atomic_set(&sdev->num_ah, 0);
-	atomic_set(&sdev->num_srq, 0);
-	INIT_LIST_HEAD(&sdev->mcg_list);
-	mutex_init(&sdev->mcg_lock);
+	sroce_dev_init_fields(sdev, ndev);
 
 	err = sroce_stats_init(sdev);
 	if (err)
@@ -489,19 +515,7 @@ int sroce_dev_add(const char *ibdev_name, struct net_device *ndev)
 		sroce_stats_free(sdev);
 		goto err_put_ndev;
 	}
-
-	strscpy(ibdev->node_desc, "sroce", sizeof(ibdev->node_desc));
-	ibdev->node_type = RDMA_NODE_IB_CA;
-	ibdev->phys_port_cnt = 1;
-	ibdev->num_comp_vectors = num_possible_cpus();
-	ibdev->local_dma_lkey = 0;
-	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid, ndev->dev_addr);
-	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
-				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
-	sroce_init_attr(sdev);
-	sdev->port_state = sroce_port_state(ndev);
-	/* DCQCN: the rate an unlimited QP is taken to send at. */
-	sroce_cc_dev_init(sdev, sroce_eth_mbps(ndev));
+	sroce_dev_init_ibdev(sdev, ndev);
 
 	/*
 	 * From here on ib_dealloc_device() calls sroce_dealloc_driver(),

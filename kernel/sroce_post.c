@@ -15,7 +15,8 @@
 /*
  * The work requests the kernel-verbs post path encodes (no memory windows
  * or ATOMIC_WRITE for kernel consumers): their IB_WR_* values go into the
- * ring as they are, so they must be the ABI's.
+ * ring as they are, so they must be the ABI's. The ABI's values are the
+ * kernel's for the other two as well, which uverbs passes on as they are.
  */
 #define SROCE_KVERBS_WR_OPS						\
 	(SROCE_WR_RC_OPS & ~(SROCE_WR_BIT(SROCE_WR_BIND_MW) |		\
@@ -31,6 +32,10 @@ SROCE_SAME_WR(ATOMIC_FETCH_AND_ADD);
 SROCE_SAME_WR(LOCAL_INV);
 SROCE_SAME_WR(SEND_WITH_INV);
 SROCE_SAME_WR(REG_MR);
+SROCE_SAME_WR(BIND_MW);
+#if SROCE_HAVE_IB_WR_ATOMIC_WRITE
+SROCE_SAME_WR(ATOMIC_WRITE);
+#endif
 
 /* Kernel verbs: write one send WR into the (unmapped) SQ ring. */
 static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)

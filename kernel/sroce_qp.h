@@ -383,18 +383,21 @@ void sroce_qp_put(struct sroce_qp *qp);
 /* enum ib_event_type starts at 0 (IB_EVENT_CQ_ERR): "no event" is -1. */
 #define SROCE_NO_EVENT	((enum ib_event_type)-1)
 
-void sroce_qp_error(struct sroce_qp *qp);
-void sroce_qp_async_error(struct sroce_qp *qp, enum ib_event_type event);
-void sroce_qp_fatal(struct sroce_qp *qp);
-void sroce_qp_sq_error(struct sroce_qp *qp);
-
+/* sroce_qp.c: creation and teardown */
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata);
+int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+void sroce_transport_reset(struct sroce_qp *qp);
+
+/* sroce_qp_state.c: the state machine */
 int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata);
 int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init);
-int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+void sroce_qp_error(struct sroce_qp *qp);
+void sroce_qp_async_error(struct sroce_qp *qp, enum ib_event_type event);
+void sroce_qp_fatal(struct sroce_qp *qp);
+void sroce_qp_sq_error(struct sroce_qp *qp);
 /* rdma res show qp -dd (sroce_res.c) */
 int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,

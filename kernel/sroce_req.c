@@ -29,38 +29,6 @@
 /* Packets per requester run before yielding to the workqueue. */
 #define SROCE_REQ_BUDGET	256
 
-struct workqueue_struct *sroce_wq;
-struct workqueue_struct *sroce_pace_wq;
-
-void sroce_qp_work_init(struct sroce_qp_work *w, work_func_t any,
-			work_func_t pace)
-{
-	INIT_WORK(&w->any, any);
-	INIT_WORK(&w->pace, pace);
-}
-
-/* Queue @w on the pacer's @cpu if @paced (and @cpu is online), else anywhere. */
-void sroce_qp_work_queue(struct sroce_qp_work *w, bool paced, int cpu)
-{
-	if (paced && cpu_online(cpu))
-		queue_work_on(cpu, sroce_pace_wq, &w->pace);
-	else
-		queue_work(sroce_wq, &w->any);
-}
-
-/*
- * Wait until neither of @w's items is queued or running. The caller has
- * made sure nothing new queues them (SROCE_QPF_DYING), but a run that
- * began before may have queued the other item: cancel the first again
- * after the second.
- */
-void sroce_qp_work_cancel_sync(struct sroce_qp_work *w)
-{
-	cancel_work_sync(&w->any);
-	cancel_work_sync(&w->pace);
-	cancel_work_sync(&w->any);
-}
-
 /* Execute REG_MR, LOCAL_INV or BIND_MW. Returns 0 or an ib_wc_status. */
 static int sroce_req_local_op(struct sroce_qp *qp,
 			      const struct sroce_send_wqe *w)
@@ -138,7 +106,7 @@ static bool sroce_req_must_wait(struct sroce_qp *qp,
 	 * at its first PSN) and req.psn.
 	 */
 	if (!uc && !(w->opcode == SROCE_WR_RDMA_READ && qp->req.offset) &&
-	    sroce_psn_diff(qp->req.psn, qp->comp.psn) >= (s32)qp->comp.window)
+	    sroce_gbn_window_full(qp->req.psn, qp->comp.psn, qp->comp.window))
 		return true;
 	if ((w->flags & SROCE_SEND_FENCE) && qp->comp.idx != idx &&
 	    qp->req.offset == 0)
@@ -247,8 +215,7 @@ static void sroce_req_advance(struct sroce_qp *qp,
 			      const struct sroce_pkt *pkt)
 {
 	/* Below the highest PSN ever sent: this packet is a retransmission. */
-	bool resent = !pos->uc &&
-		      sroce_psn_diff(pkt->bth.psn, qp->req.psn_hi) < 0;
+	bool resent = !pos->uc && sroce_psn_before(pkt->bth.psn, qp->req.psn_hi);
 
 	if (pos->last) {
 		qp->req.psn = sroce_psn_add(st->first_psn, pos->npsn);
@@ -271,31 +238,15 @@ static void sroce_req_advance(struct sroce_qp *qp,
 		qp->comp.rtt_psn = pkt->bth.psn;
 		qp->comp.rtt_ns = ktime_get_ns();
 	}
-	if (sroce_psn_diff(qp->req.psn, qp->req.psn_hi) > 0)
+	if (sroce_psn_after(qp->req.psn, qp->req.psn_hi))
 		qp->req.psn_hi = qp->req.psn;
 	sroce_cc_sent(qp, pos->plen, sroce_wire_len(qp, pkt));
 	if (!pos->uc)
 		qp->comp.sent_j = jiffies;
-	/*
-	 * The ACK timeout runs from the newest packet that asks for an
-	 * ACK: timing from the oldest would fire in the middle of a long,
-	 * healthy burst on a slow host. A lost packet before it still gets
-	 * a sequence NAK from the responder.
-	 */
-	if (pos->uc ||
-	    (!pkt->bth.ack_req && timer_pending(&qp->comp.retrans_timer)))
-		return;
-	/*
-	 * What a probe, a NAK or an implied NAK resends leaves a running ACK
-	 * timeout where it was: only progress pushes it back
-	 * (sroce_comp_rcv()), so responses that only ever make the requester
-	 * resend - forged, or from a peer gone - cannot keep the QP from
-	 * timing out. What the timeout itself resends starts it again.
-	 */
-	if (resent && timer_pending(&qp->comp.retrans_timer))
-		sroce_comp_arm_probe(qp);
-	else
-		sroce_comp_arm_retrans(qp);
+	/* The ACK timeout runs from the newest packet that asks for an ACK. */
+	if (!pos->uc)
+		sroce_comp_timers(qp, sroce_gbn_timer_sent(pkt->bth.ack_req, resent,
+							   timer_pending(&qp->comp.retrans_timer)));
 }
 
 /*
@@ -539,7 +490,7 @@ void sroce_req_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 		      int mask)
 {
 	if (mask & IB_QP_SQ_PSN) {
-		qp->req.psn = attr->sq_psn & SROCE_PSN_MASK;
+		qp->req.psn = sroce_psn_mask(attr->sq_psn);
 		qp->req.psn_hi = qp->req.psn;
 	}
 }

@@ -370,7 +370,7 @@ static bool sroce_resp_newest_is_rd(const struct sroce_qp *qp)
 static void sroce_resp_duplicate(struct sroce_qp *qp,
 				 const struct sroce_pkt *pkt)
 {
-	u32 i, off;
+	u32 i, off, psn;
 
 	sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_REQ);
 	switch (pkt->info->kind) {
@@ -403,25 +403,13 @@ static void sroce_resp_duplicate(struct sroce_qp *qp,
 		/* Unknown: too old to answer; the requester will time out. */
 		return;
 	default:
-		/*
-		 * A requester that went back N resends a burst the responder
-		 * mostly has; answering each packet would double its work
-		 * just when it is behind. The burst's packets that ask for an
-		 * ACK (a message's last, every 64th, the one that fills the
-		 * requester's window) get one; the rest are dropped.
-		 */
-		if (!pkt->bth.ack_req) {
+		/* Re-acknowledged if it asks (sroce_responder.h). */
+		if (sroce_resp_dup_ack(pkt->bth.ack_req,
+				       sroce_resp_newest_is_rd(qp), pkt->bth.psn,
+				       qp->resp.epsn, &psn))
+			sroce_resp_ack(qp, psn);
+		else
 			sroce_stat_inc(qp->sdev, SROCE_CNT_DUP_NO_ACK);
-			return;
-		}
-		/*
-		 * Re-acknowledge what has been received (C9-105): the newest
-		 * PSN, unless that is a READ's or an atomic's. rdma_rxe's
-		 * requester completes a READ whose PSN an ACK names as if its
-		 * data had come; then the duplicate's own PSN.
-		 */
-		sroce_resp_ack(qp, sroce_resp_newest_is_rd(qp) ? pkt->bth.psn :
-				   sroce_psn_sub(qp->resp.epsn, 1));
 		return;
 	}
 }
@@ -443,13 +431,10 @@ static void sroce_resp_uc(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 	bool last = sroce_pos_last(pos);
 	enum sroce_resp_verdict v;
 
-	if (pkt->bth.psn != qp->resp.epsn || qp->resp.uc_drop) {
-		if (!first) {
-			sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
-			qp->resp.uc_drop = true;
-			return;
-		}
-		qp->resp.uc_drop = false;
+	if (!sroce_uc_take(first, pkt->bth.psn, qp->resp.epsn,
+			   &qp->resp.uc_drop)) {
+		sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
+		return;
 	}
 	if (first) {
 		/* A message that never finished is abandoned. */
@@ -511,7 +496,7 @@ void sroce_resp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 		       int mask)
 {
 	if (mask & IB_QP_RQ_PSN)
-		qp->resp.epsn = attr->rq_psn & SROCE_PSN_MASK;
+		qp->resp.epsn = sroce_psn_mask(attr->rq_psn);
 }
 
 /*
@@ -538,26 +523,18 @@ static bool sroce_resp_in_sequence(struct sroce_qp *qp,
 				   const struct sroce_pkt *pkt,
 				   const u8 *payload)
 {
-	switch (sroce_resp_classify(pkt->bth.psn, qp->resp.epsn)) {
-	case SROCE_PSN_AHEAD:
-		if (!sroce_resp_place_ahead(qp, pkt, payload,
-					    sroce_psn_sub(pkt->bth.psn,
-							  qp->resp.epsn)))
-			sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
-		if (!qp->resp.nak_sent) {
-			qp->resp.nak_sent = true;
-			sroce_resp_nak(qp, qp->resp.epsn,
-				       SROCE_NAK_PSN_SEQ_ERR);
-		}
-		return false;
-	case SROCE_PSN_DUPLICATE:
+	enum sroce_psn_class c = sroce_resp_classify(pkt->bth.psn,
+						     qp->resp.epsn);
+
+	if (c == SROCE_PSN_AHEAD &&
+	    !sroce_resp_place_ahead(qp, pkt, payload,
+				    sroce_psn_sub(pkt->bth.psn, qp->resp.epsn)))
+		sroce_stat_inc(qp->sdev, SROCE_CNT_OOS_REQ);
+	if (sroce_resp_gap_nak(c, &qp->resp.nak_sent))
+		sroce_resp_nak(qp, qp->resp.epsn, SROCE_NAK_PSN_SEQ_ERR);
+	if (c == SROCE_PSN_DUPLICATE)
 		sroce_resp_duplicate(qp, pkt);
-		return false;
-	case SROCE_PSN_EXPECTED:
-		break;
-	}
-	qp->resp.nak_sent = false;
-	return true;
+	return c == SROCE_PSN_EXPECTED;
 }
 
 /* Execute request @pkt, which has the expected PSN. resp_lock held. */

@@ -192,7 +192,8 @@ int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	struct ib_device *ibdev;
 	struct sroce_dev *sdev;
 	struct sroce_pkt pkt;
-	u32 ip_len, udp_len, icrc;
+	enum sroce_icrc_check icrc;
+	u32 ip_len, udp_len;
 	const u8 *bth;
 	int nh_off;
 
@@ -227,16 +228,18 @@ int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	sroce_stat_add(sdev, SROCE_CNT_RX_BYTES,
 		       udp_len - sizeof(struct udphdr));
 
-	/* ICRC over IP header .. payload; the UDP length bounds it. */
+	/*
+	 * ICRC over IP header .. payload; the UDP length bounds it, and the
+	 * ICRC ends the UDP payload (one linear buffer, from the IP header).
+	 */
 	ip_len = skb_transport_offset(skb) - nh_off + udp_len;
-	if (udp_len < sizeof(struct udphdr) + SROCE_BTH_LEN + SROCE_ICRC_LEN ||
-	    !sroce_icrc_packet(skb_network_header(skb),
-			       ip_len - SROCE_ICRC_LEN, &icrc)) {
-		sroce_stat_inc(sdev, SROCE_CNT_RX_MALFORMED);
-		goto drop_dev;
-	}
-	if (icrc != sroce_icrc_get(skb->data + udp_len - SROCE_ICRC_LEN)) {
-		sroce_stat_inc(sdev, SROCE_CNT_RX_ICRC_ERR);
+	icrc = udp_len < sizeof(struct udphdr) + SROCE_BTH_LEN + SROCE_ICRC_LEN ?
+	       SROCE_ICRC_MALFORMED :
+	       sroce_icrc_verify(skb_network_header(skb), ip_len);
+	if (icrc != SROCE_ICRC_OK) {
+		sroce_stat_inc(sdev, icrc == SROCE_ICRC_MISMATCH ?
+				     SROCE_CNT_RX_ICRC_ERR :
+				     SROCE_CNT_RX_MALFORMED);
 		goto drop_dev;
 	}
 

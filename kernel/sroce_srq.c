@@ -93,6 +93,43 @@ void sroce_srq_put(struct sroce_srq *srq)
 		complete(&srq->released);
 }
 
+/* Can an SRQ be made as @init asks (@resp_len: the response's size)? */
+static int sroce_srq_check_init(struct ib_device *ibdev,
+				const struct ib_srq_init_attr *init,
+				const struct ib_udata *udata, size_t resp_len)
+{
+	const struct ib_srq_attr *attr = &init->attr;
+	bool xrc = init->srq_type == IB_SRQT_XRC;
+
+	if (init->srq_type != IB_SRQT_BASIC && !xrc) {
+		ibdev_dbg(ibdev, "create_srq: SRQ type %d not supported\n",
+			  init->srq_type);
+		return -EOPNOTSUPP;
+	}
+	if (xrc && (!init->ext.cq || !init->ext.xrc.xrcd)) {
+		ibdev_dbg(ibdev, "create_srq: an XRC SRQ needs a CQ and an XRC domain (cq %s, xrcd %s)\n",
+			  init->ext.cq ? "set" : "missing",
+			  init->ext.xrc.xrcd ? "set" : "missing");
+		return -EINVAL;
+	}
+	if (!attr->max_wr || attr->max_wr > SROCE_MAX_SRQ_WR) {
+		ibdev_dbg(ibdev, "create_srq: max_wr %u not in [1, %u]\n",
+			  attr->max_wr, SROCE_MAX_SRQ_WR);
+		return -EINVAL;
+	}
+	if (attr->max_sge > SROCE_MAX_SRQ_SGE) {
+		ibdev_dbg(ibdev, "create_srq: max_sge %u > %u\n",
+			  attr->max_sge, SROCE_MAX_SRQ_SGE);
+		return -EINVAL;
+	}
+	if (udata && udata->outlen < resp_len) {
+		ibdev_dbg(ibdev, "create_srq: response buffer of %zu bytes < %zu (provider older than the module?)\n",
+			  udata->outlen, resp_len);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
 {
@@ -100,36 +137,12 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct sroce_srq *srq = to_ssrq(ibsrq);
 	struct sroce_create_srq_resp resp = {};
 	struct ib_srq_attr *attr = &init->attr;
+	bool xrc = init->srq_type == IB_SRQT_XRC;
 	int err;
 
-	bool xrc = init->srq_type == IB_SRQT_XRC;
-
-	if (init->srq_type != IB_SRQT_BASIC && !xrc) {
-		ibdev_dbg(ibsrq->device, "create_srq: SRQ type %d not supported\n",
-			  init->srq_type);
-		return -EOPNOTSUPP;
-	}
-	if (xrc && (!init->ext.cq || !init->ext.xrc.xrcd)) {
-		ibdev_dbg(ibsrq->device, "create_srq: an XRC SRQ needs a CQ and an XRC domain (cq %s, xrcd %s)\n",
-			  init->ext.cq ? "set" : "missing",
-			  init->ext.xrc.xrcd ? "set" : "missing");
-		return -EINVAL;
-	}
-	if (!attr->max_wr || attr->max_wr > SROCE_MAX_SRQ_WR) {
-		ibdev_dbg(ibsrq->device, "create_srq: max_wr %u not in [1, %u]\n",
-			  attr->max_wr, SROCE_MAX_SRQ_WR);
-		return -EINVAL;
-	}
-	if (attr->max_sge > SROCE_MAX_SRQ_SGE) {
-		ibdev_dbg(ibsrq->device, "create_srq: max_sge %u > %u\n",
-			  attr->max_sge, SROCE_MAX_SRQ_SGE);
-		return -EINVAL;
-	}
-	if (udata && udata->outlen < sizeof(resp)) {
-		ibdev_dbg(ibsrq->device, "create_srq: response buffer of %zu bytes < %zu (provider older than the module?)\n",
-			  udata->outlen, sizeof(resp));
-		return -EINVAL;
-	}
+	err = sroce_srq_check_init(ibsrq->device, init, udata, sizeof(resp));
+	if (err)
+		return err;
 	if (atomic_inc_return(&sdev->num_srq) > SROCE_MAX_SRQ) {
 		ibdev_dbg(ibsrq->device, "create_srq: the device already has %u SRQs\n",
 			  SROCE_MAX_SRQ);

@@ -14,6 +14,7 @@
 
 #include <linux/skbuff.h>
 
+#include "proto/sroce_gbn.h"
 #include "proto/sroce_hdr.h"
 #include "sroce_mr.h"
 
@@ -43,7 +44,8 @@ int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
  * Each part of a QP's transport state has an owner with its own init (at
  * create), reset (modify_qp to RESET, sq_lock and resp_lock held), modify
  * (the attributes it keeps, same locks) and stop (destroy, once
- * SROCE_QPF_DYING is set): sroce_qp.c calls them, in that order of parts.
+ * SROCE_QPF_DYING is set): sroce_qp.c and sroce_qp_state.c call them, in
+ * that order of parts.
  */
 struct ib_qp_attr;
 
@@ -73,7 +75,7 @@ int sroce_ud_send_one(struct sroce_qp *qp);
 void sroce_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		  const struct sroce_pkt *pkt, const u8 *payload);
 
-/* sroce_qp.c */
+/* sroce_qp_state.c */
 void sroce_qp_flush(struct sroce_qp *qp);
 
 /* sroce_comp.c: completer, go-back-N */
@@ -88,13 +90,11 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 bool sroce_comp_retire(struct sroce_qp *qp);
 void sroce_comp_rewind(struct sroce_qp *qp);
 void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status);
-bool sroce_sqd_drained(struct sroce_qp *qp);
-void sroce_sqd_notify(struct sroce_qp *qp);
+void sroce_comp_sqd_notify(struct sroce_qp *qp);
 
 /* sroce_comp_timer.c: the ACK timeout, tail loss probes, the RNR wait */
 void sroce_comp_timers_init(struct sroce_qp *qp);
-void sroce_comp_arm_retrans(struct sroce_qp *qp);
-void sroce_comp_arm_probe(struct sroce_qp *qp);
+void sroce_comp_timers(struct sroce_qp *qp, enum sroce_gbn_timer t);
 void sroce_comp_heard(struct sroce_qp *qp, bool idle, bool fatal);
 
 /* sroce_resp.c: responder */
@@ -116,6 +116,7 @@ void sroce_read_work(struct sroce_qp *qp);
 void sroce_read_queue(struct sroce_qp *qp);
 void sroce_read_backlog_purge(struct sroce_qp *qp);
 
+/* sroce_qp.c: the workqueues, and a QP's pair of work items on them */
 extern struct workqueue_struct *sroce_wq;
 extern struct workqueue_struct *sroce_pace_wq;
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * AETH syndrome (IBTA 9.7.5.1): bit 7 reserved 0, bits 6:5 the type, bits
- * 4:0 a credit code (ACK), RNR timer code (RNR NAK) or NAK code. Also the
- * two timer encodings a responder and requester exchange: the RNR NAK timer
- * table and the local ACK timeout (4.096 us * 2^n).
+ * AETH syndrome (IBTA 9.7.5.1): bit 7 reserved 0 (ignored on receipt),
+ * bits 6:5 the type, bits 4:0 a credit code (ACK), RNR timer code (RNR
+ * NAK) or NAK code. sroce does no end-to-end flow control: its ACKs carry
+ * the "invalid" credit code, and its requester ignores credits, as rxe's
+ * does. Also the two timer encodings a responder and requester exchange:
+ * the RNR NAK timer table and the local ACK timeout (4.096 us * 2^n).
  */
 #ifndef SROCE_AETH_H
 #define SROCE_AETH_H
@@ -26,7 +28,7 @@ enum sroce_nak_code {
 };
 
 #define SROCE_AETH_VALUE_MASK	0x1f
-/* Credit code 31: "invalid", i.e. the responder does not do flow control. */
+/* Credit code 31: "invalid": the responder does not do flow control. */
 #define SROCE_CREDIT_INVALID	31
 /* A RNR timer code of 0 is the longest delay, 655.36 ms. */
 #define SROCE_RNR_TIMER_MAX_USEC 655360u
@@ -61,21 +63,8 @@ static inline u8 sroce_aeth_value(u8 syndrome)
 	return syndrome & SROCE_AETH_VALUE_MASK;
 }
 
-/*
- * False for syndromes a requester must treat as malformed: bit 7 set, the
- * reserved type, or a NAK code above 4.
- */
-bool sroce_aeth_syndrome_valid(u8 syndrome);
-
-/* Credits for a credit code; 0 for SROCE_CREDIT_INVALID and codes > 31. */
-u32 sroce_credits(u8 code);
-/* Largest code whose credit count does not exceed @credits. */
-u8 sroce_credit_code(u32 credits);
-
 /* Delay in microseconds for a RNR timer code (only bits 4:0 used). */
 u32 sroce_rnr_timer_usec(u8 code);
-/* Smallest code whose delay is at least @usec (code 0 if none is). */
-u8 sroce_rnr_timer_code(u32 usec);
 
 /*
  * Local ACK timeout in ns: 4096 ns * 2^n, 0 for n == 0 (timer disabled).

@@ -27,7 +27,8 @@ enum sroce_ack_fate {
 /*
  * A NAK code the requester does not know is taken as an invalid request,
  * so that an unknown error cannot be retried forever (the reserved
- * codes, and the invalid RD request, which is for RD only).
+ * codes, and the invalid RD request, which is for RD only). Bit 7, reserved,
+ * is ignored.
  */
 static inline enum sroce_ack_fate sroce_ack_classify(u8 syndrome)
 {
@@ -53,11 +54,43 @@ static inline enum sroce_ack_fate sroce_ack_classify(u8 syndrome)
 	}
 }
 
+/*
+ * The completion statuses the completer gives a WQE: the values of the
+ * kernel's enum ib_wc_status and libibverbs' enum ibv_wc_status
+ * (sroce_comp.c checks them at build time).
+ */
+enum sroce_wc_status {
+	SROCE_WC_SUCCESS		= 0,
+	SROCE_WC_REM_INV_REQ_ERR	= 9,
+	SROCE_WC_REM_ACCESS_ERR		= 10,
+	SROCE_WC_REM_OP_ERR		= 11,
+	SROCE_WC_RETRY_EXC_ERR		= 12,
+	SROCE_WC_RNR_RETRY_EXC_ERR	= 13,
+};
+
+/*
+ * The status an error NAK gives the WQE it names (the requester completes
+ * it in error and the QP goes to the error state); SROCE_WC_SUCCESS for
+ * the fates that are not errors.
+ */
+static inline enum sroce_wc_status sroce_ack_status(enum sroce_ack_fate fate)
+{
+	switch (fate) {
+	case SROCE_ACK_REM_INV:
+		return SROCE_WC_REM_INV_REQ_ERR;
+	case SROCE_ACK_REM_ACCESS:
+		return SROCE_WC_REM_ACCESS_ERR;
+	case SROCE_ACK_REM_OP:
+		return SROCE_WC_REM_OP_ERR;
+	default:
+		return SROCE_WC_SUCCESS;
+	}
+}
+
 /* Does @fate end the QP (its WQE completes in error, the QP goes to ERR)? */
 static inline bool sroce_ack_fatal(enum sroce_ack_fate fate)
 {
-	return fate == SROCE_ACK_REM_INV || fate == SROCE_ACK_REM_ACCESS ||
-	       fate == SROCE_ACK_REM_OP;
+	return sroce_ack_status(fate) != SROCE_WC_SUCCESS;
 }
 
 /*
@@ -146,19 +179,28 @@ static inline bool sroce_nak_repeats(bool rewound, u32 nak_psn, u32 oldest)
 }
 
 /*
- * Take one retry from @budget (the QP's retry or RNR retry count, reset
- * by every acknowledgment that makes progress): false when none is left
- * and the WQE completes with a retry-exceeded error. For RNR retries, 7
- * means "retry for ever" (IBTA).
+ * Take one retry from @budget, the QP's retry count, at an ACK timeout
+ * (every acknowledgment that makes progress resets it): false when none
+ * is left, and the oldest WQE completes with SROCE_WC_RETRY_EXC_ERR. For
+ * this count 7 is seven retries (IBTA).
  */
-static inline bool sroce_rnr_retry_take(u8 *budget)
+static inline bool sroce_retry_take(u8 *budget)
 {
-	if (*budget == 7)
-		return true;
 	if (!*budget)
 		return false;
 	(*budget)--;
 	return true;
+}
+
+/*
+ * Take one RNR retry from @budget, the QP's RNR retry count, at an RNR
+ * NAK (reset the same way): false when none is left, and the WQE
+ * completes with SROCE_WC_RNR_RETRY_EXC_ERR. For RNR retries, 7 means
+ * "retry for ever" (IBTA).
+ */
+static inline bool sroce_rnr_retry_take(u8 *budget)
+{
+	return *budget == 7 || sroce_retry_take(budget);
 }
 
 /* The PSN of the READ response that carries byte @off of the READ. */

@@ -163,6 +163,29 @@ static inline u8 sroce_rto_backoff_next(u8 backoff, u8 timeout, u8 retry_cnt)
 	return backoff < max ? backoff + 1 : max;
 }
 
+/*
+ * Is the window full: is @next, the next new PSN to send, @window or more
+ * PSNs past @oldest, the oldest unacknowledged one? The requester then
+ * waits for an ACK.
+ */
+static inline bool sroce_gbn_window_full(u32 next, u32 oldest, u32 window)
+{
+	return sroce_psn_diff(next, oldest) >= (s32)window;
+}
+
+/*
+ * Going back N after an ACK timeout or a tail loss probe: at most a
+ * restart window in flight (slow restart). True if @window shrank, which
+ * after a timeout the QP counts as a slow restart.
+ */
+static inline bool sroce_gbn_window_restart(u32 *window)
+{
+	if (*window <= SROCE_GBN_RESTART_WINDOW)
+		return false;
+	*window = SROCE_GBN_RESTART_WINDOW;
+	return true;
+}
+
 /* The window after an ACK that made progress. */
 static inline u32 sroce_gbn_window_grow(u32 window)
 {
@@ -187,6 +210,62 @@ static inline bool sroce_gbn_ack_req(u32 psn, u32 first, u32 oldest,
 	u32 in_flight = ((psn - oldest) & 0xffffff) + 1;
 
 	return last || !(in_msg % every) || in_flight >= window;
+}
+
+/*
+ * What the requester does with its two timers, the ACK timeout and the
+ * tail loss probe before it, after it sent a packet or heard a response.
+ */
+enum sroce_gbn_timer {
+	SROCE_GBN_TIMER_KEEP,		/* leave both as they are */
+	SROCE_GBN_TIMER_PROBE,		/* leave the ACK timeout, time a probe */
+	SROCE_GBN_TIMER_RESTART,	/* time the ACK timeout afresh, and a probe */
+	SROCE_GBN_TIMER_STOP,		/* stop both */
+};
+
+/*
+ * After sending an acknowledged (RC) packet that asks for an ACK
+ * (@ack_req) or not, sent before (@resent: below the highest PSN ever
+ * sent) or new, with the ACK timeout running (@rto_running) or not. The
+ * ACK timeout runs from the newest packet that asks for an ACK: timing
+ * from the oldest would fire in the middle of a long, healthy burst on a
+ * slow host, and a packet lost before it still gets a sequence NAK. But
+ * what a probe, a NAK or an implied NAK resends leaves a running timeout
+ * where it was: only progress pushes it back (sroce_gbn_timer_heard()), so
+ * responses that only ever make the requester resend - forged, or from a
+ * peer gone - cannot keep the QP from timing out. What the timeout itself
+ * resends (it is not running then) starts it again.
+ */
+static inline enum sroce_gbn_timer sroce_gbn_timer_sent(bool ack_req,
+							bool resent,
+							bool rto_running)
+{
+	if (!rto_running)
+		return SROCE_GBN_TIMER_RESTART;
+	if (!ack_req)
+		return SROCE_GBN_TIMER_KEEP;
+	return resent ? SROCE_GBN_TIMER_PROBE : SROCE_GBN_TIMER_RESTART;
+}
+
+/*
+ * After a response was handled: nothing is outstanding any more (@idle),
+ * an RNR NAK made the requester wait (@rnr_wait), the response
+ * acknowledged something new (@progressed), it put the QP in error
+ * (@fatal). Only progress pushes the ACK timeout back: a stale, duplicate
+ * or forged response must not keep a QP whose peer is gone from ever
+ * timing out. What a NAK makes the requester resend times itself
+ * (sroce_gbn_timer_sent()); an RNR wait is the RNR timer's, and what it
+ * resends times itself too.
+ */
+static inline enum sroce_gbn_timer sroce_gbn_timer_heard(bool idle,
+							 bool rnr_wait,
+							 bool progressed,
+							 bool fatal)
+{
+	if (idle || rnr_wait)
+		return SROCE_GBN_TIMER_STOP;
+	return progressed && !fatal ? SROCE_GBN_TIMER_RESTART :
+				      SROCE_GBN_TIMER_KEEP;
 }
 
 /* Where the oldest unacknowledged WQE resumes after going back N. */

@@ -77,13 +77,14 @@ bool sroce_icrc_packet(const u8 *ip, u32 len, u32 *icrc)
 	return true;
 }
 
-bool sroce_icrc_verify(const u8 *ip, u32 len)
+enum sroce_icrc_check sroce_icrc_verify(const u8 *ip, u32 len)
 {
 	u32 icrc;
 
-	if (len < SROCE_ICRC_LEN)
-		return false;
-	if (!sroce_icrc_packet(ip, len - SROCE_ICRC_LEN, &icrc))
-		return false;
-	return icrc == sroce_icrc_get(ip + len - SROCE_ICRC_LEN);
+	if (len < SROCE_ICRC_LEN ||
+	    !sroce_icrc_packet(ip, len - SROCE_ICRC_LEN, &icrc))
+		return SROCE_ICRC_MALFORMED;
+	if (icrc != sroce_icrc_get(ip + len - SROCE_ICRC_LEN))
+		return SROCE_ICRC_MISMATCH;
+	return SROCE_ICRC_OK;
 }

@@ -63,7 +63,14 @@ static inline void sroce_icrc_put(u8 *p, u32 icrc)
  */
 bool sroce_icrc_packet(const u8 *ip, u32 len, u32 *icrc);
 
-/* True if the trailing 4 bytes of the @len-byte IP packet are its ICRC. */
-bool sroce_icrc_verify(const u8 *ip, u32 len);
+/* What a received packet's ICRC says (the receive path counts each). */
+enum sroce_icrc_check {
+	SROCE_ICRC_OK,		/* its trailing 4 bytes are its ICRC */
+	SROCE_ICRC_MALFORMED,	/* not a packet sroce_icrc_packet() takes */
+	SROCE_ICRC_MISMATCH,	/* corrupted, or not sent as RoCE */
+};
+
+/* Check the ICRC in the trailing 4 bytes of the @len-byte IP packet @ip. */
+enum sroce_icrc_check sroce_icrc_verify(const u8 *ip, u32 len);
 
 #endif /* SROCE_ICRC_H */

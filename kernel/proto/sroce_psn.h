@@ -12,7 +12,6 @@
 #include "sroce_proto.h"
 
 #define SROCE_PSN_MASK		0xffffffu
-#define SROCE_PSN_WINDOW	0x800000u	/* 2^23 */
 
 static inline u32 sroce_psn_mask(u32 psn)
 {
@@ -37,14 +36,6 @@ static inline s32 sroce_psn_diff(u32 a, u32 b)
 	return (s32)d / 256;
 }
 
-/* < 0, 0, > 0 as a is before, equal to, after b. */
-static inline int sroce_psn_cmp(u32 a, u32 b)
-{
-	s32 d = sroce_psn_diff(a, b);
-
-	return (d > 0) - (d < 0);
-}
-
 static inline bool sroce_psn_before(u32 a, u32 b)
 {
 	return sroce_psn_diff(a, b) < 0;
@@ -53,12 +44,6 @@ static inline bool sroce_psn_before(u32 a, u32 b)
 static inline bool sroce_psn_after(u32 a, u32 b)
 {
 	return sroce_psn_diff(a, b) > 0;
-}
-
-/* True if psn lies in the @n PSNs starting at @start (n <= 2^24). */
-static inline bool sroce_psn_in_window(u32 psn, u32 start, u32 n)
-{
-	return ((psn - start) & SROCE_PSN_MASK) < n;
 }
 
 /*

@@ -32,6 +32,63 @@ static inline enum sroce_psn_class sroce_resp_classify(u32 psn, u32 epsn)
 }
 
 /*
+ * Whether a request of class @c is answered with a sequence NAK: the
+ * responder NAKs a gap once (C9-106) and says nothing more until the PSN it
+ * awaits arrives, which ends the gap (@nak_sent: a NAK of this gap went).
+ * A duplicate leaves the gap as it is.
+ */
+static inline bool sroce_resp_gap_nak(enum sroce_psn_class c, bool *nak_sent)
+{
+	switch (c) {
+	case SROCE_PSN_AHEAD:
+		if (*nak_sent)
+			return false;
+		*nak_sent = true;
+		return true;
+	case SROCE_PSN_EXPECTED:
+		*nak_sent = false;
+		return false;
+	default:
+		return false;
+	}
+}
+
+/*
+ * A duplicate SEND or WRITE packet with PSN @psn (the expected one is
+ * @epsn): is it answered, and with an ACK of which PSN (@ack_psn)? A
+ * requester that went back N resends a burst the responder mostly has;
+ * answering each packet would double its work just when it is behind, so
+ * only the packets that ask for an ACK (@ack_req: a message's last, every
+ * 64th, the one that fills the requester's window) get one (C9-105). The
+ * ACK names the newest PSN received, unless that is a READ's or an
+ * atomic's (@newest_rd: rdma_rxe's requester completes a READ whose PSN an
+ * ACK names as if its data had come); then the duplicate's own PSN.
+ */
+static inline bool sroce_resp_dup_ack(bool ack_req, bool newest_rd, u32 psn,
+				      u32 epsn, u32 *ack_psn)
+{
+	if (!ack_req)
+		return false;
+	*ack_psn = newest_rd ? psn : sroce_psn_sub(epsn, 1);
+	return true;
+}
+
+/*
+ * UC (IBTA 9.7.5.2) has no ACKs, NAKs or retries: a packet with an
+ * unexpected PSN (@psn, expected @epsn) loses the message it belongs to,
+ * and the rest of it is dropped (@dropping) until the next FIRST or ONLY
+ * (@first), which resynchronises the PSN. Is the packet taken?
+ */
+static inline bool sroce_uc_take(bool first, u32 psn, u32 epsn,
+				 bool *dropping)
+{
+	if (psn == epsn && !*dropping)
+		return true;
+	*dropping = !first;
+	return first;
+}
+
+/*
  * An executed READ as duplicate handling sees it: its responses use PSNs
  * first_psn..last_psn (one per MTU of @len; first_psn is the request's);
  * resume_psn is where the newest (re)start of its responses began and

@@ -83,10 +83,14 @@ static void fuzz_parse(const u8 *p, u32 len)
 
 static void fuzz_icrc(const u8 *p, u32 len)
 {
+	enum sroce_icrc_check c = sroce_icrc_verify(p, len);
 	u32 icrc, crc, ip_len, hdrs, cut;
 	bool v6;
 
-	(void)sroce_icrc_verify(p, len);
+	/* malformed exactly when its headers are not an ICRC's */
+	CHECK((c == SROCE_ICRC_MALFORMED) ==
+	      (len < SROCE_ICRC_LEN ||
+	       !sroce_icrc_packet(p, len - SROCE_ICRC_LEN, &icrc)));
 	if (!sroce_icrc_packet(p, len, &icrc))
 		return;
 	v6 = (p[0] >> 4) == 6;

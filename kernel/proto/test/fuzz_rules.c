@@ -159,6 +159,56 @@ static void fuzz_read_retries(struct in *in)
 	}
 }
 
+/*
+ * A stream of request PSNs as the network delivers them (lost, reordered,
+ * duplicated) against the responder's state as the kernel keeps it: one
+ * sequence NAK per gap (a gap ends when the awaited PSN comes), duplicates
+ * ACKed only when they ask, and a UC message whose packet went missing
+ * dropped to its end, whatever PSN the next FIRST has. Read after
+ * fuzz_responder_misc's fields.
+ */
+static void fuzz_responder_streams(struct in *in)
+{
+	u32 epsn = take_psn(in), uc_epsn = epsn, ack_psn = 0;
+	bool nak_sent = false, in_gap = false, dropping = false;
+	int steps = 64, naks = 0, gaps = 0;
+
+	while (steps-- > 0 && in->n) {
+		u8 b = take(in, 1);
+		u32 psn = sroce_psn_add(epsn, (b & 7) - 3);
+		enum sroce_psn_class c = sroce_resp_classify(psn, epsn);
+		bool first = b & 8, ack_req = b & 16, newest_rd = b & 32;
+
+		if (c == SROCE_PSN_AHEAD && !in_gap) {
+			in_gap = true;
+			gaps++;
+		}
+		if (sroce_resp_gap_nak(c, &nak_sent))
+			naks++;
+		CHECK(naks == gaps);
+		if (c == SROCE_PSN_EXPECTED) {
+			in_gap = false;
+			epsn = sroce_psn_add(epsn, 1);
+		}
+		CHECK(nak_sent == in_gap);
+		if (c == SROCE_PSN_DUPLICATE &&
+		    sroce_resp_dup_ack(ack_req, newest_rd, psn, epsn, &ack_psn))
+			CHECK(ack_req && sroce_psn_before(ack_psn, epsn) &&
+			      (newest_rd ? ack_psn == psn :
+			       ack_psn == sroce_psn_sub(epsn, 1)));
+
+		/* UC: a packet is taken in sequence, or a FIRST after a loss */
+		psn = sroce_psn_add(uc_epsn, (b >> 6) & 1);
+		if (sroce_uc_take(first, psn, uc_epsn, &dropping)) {
+			CHECK(first || psn == uc_epsn);
+			CHECK(!dropping);
+			uc_epsn = sroce_psn_add(psn, 1);
+		} else {
+			CHECK(!first && dropping);
+		}
+	}
+}
+
 static void fuzz_responder_misc(struct in *in)
 {
 	u32 psn = take_psn(in), epsn = take_psn(in);
@@ -186,6 +236,7 @@ static void fuzz_responder_misc(struct in *in)
 		CHECK(len <= mtu);
 		CHECK(sroce_pos_last(pos) || len == mtu);
 	}
+	fuzz_responder_streams(in);
 }
 
 static void fuzz_completer(struct in *in)
@@ -211,6 +262,10 @@ static void fuzz_completer(struct in *in)
 	      (sroce_aeth_type(syn) == SROCE_AETH_RESERVED));
 	CHECK(!sroce_ack_fatal(fate) ||
 	      sroce_aeth_type(syn) == SROCE_AETH_NAK);
+	/* an error NAK's status is an error's; the rest complete nothing */
+	CHECK(sroce_ack_fatal(fate) ==
+	      (sroce_ack_status(fate) != SROCE_WC_SUCCESS));
+	CHECK(sroce_ack_classify(syn ^ 0x80) == fate);
 
 	if (sroce_ack_valid(next, oldest, sent, inclusive)) {
 		CHECK(sroce_psn_diff(next, oldest) >= 0);
@@ -239,6 +294,11 @@ static void fuzz_completer(struct in *in)
 
 	if (sroce_rnr_retry_take(&b))
 		CHECK(budget == 7 ? b == 7 : b == budget - 1);
+	else
+		CHECK(!budget && !b);
+	b = budget;
+	if (sroce_retry_take(&b))
+		CHECK(b == budget - 1);
 	else
 		CHECK(!budget && !b);
 }
@@ -392,6 +452,47 @@ static void fuzz_placement(struct in *in)
  * never below its floors nor beyond half the ACK timeout, and doubles with
  * each probe; the window grows back to its largest within five ACKs.
  */
+/*
+ * The window's end and its restart, and what the requester does with its
+ * timers after a packet or a response (read after fuzz_timers' fields).
+ */
+static void fuzz_timer_decisions(struct in *in)
+{
+	u32 oldest = take_psn(in), next = sroce_psn_add(oldest, take(in, 2));
+	u32 win = take(in, 2), w = win;
+	u8 bits = take(in, 1);
+	bool ack_req = bits & 1, resent = bits & 2, running = bits & 4;
+	bool idle = bits & 8, rnr_wait = bits & 16, progressed = bits & 32;
+	bool fatal = bits & 64;
+	enum sroce_gbn_timer t;
+
+	/* a full window holds @win PSNs from the oldest unacknowledged */
+	CHECK(sroce_gbn_window_full(next, oldest, win) ==
+	      (sroce_psn_diff(next, oldest) >= (s32)win));
+	if (win && win <= SROCE_GBN_MAX_WINDOW)
+		CHECK(!sroce_gbn_window_full(oldest, oldest, win) &&
+		      sroce_gbn_window_full(sroce_psn_add(oldest, win),
+					    oldest, win));
+	CHECK(sroce_gbn_window_restart(&w) ==
+	      (win > SROCE_GBN_RESTART_WINDOW));
+	CHECK(w == (win > SROCE_GBN_RESTART_WINDOW ?
+		    SROCE_GBN_RESTART_WINDOW : win));
+
+	/* sending never stops a timer; only a new AckReq pushes one back */
+	t = sroce_gbn_timer_sent(ack_req, resent, running);
+	CHECK(t != SROCE_GBN_TIMER_STOP);
+	if (running && t == SROCE_GBN_TIMER_RESTART)
+		CHECK(ack_req && !resent);
+	if (!running)
+		CHECK(t == SROCE_GBN_TIMER_RESTART);
+	/* a response pushes the ACK timeout back only when it progressed */
+	t = sroce_gbn_timer_heard(idle, rnr_wait, progressed, fatal);
+	CHECK(t != SROCE_GBN_TIMER_PROBE);
+	if (t == SROCE_GBN_TIMER_RESTART)
+		CHECK(progressed && !fatal && !idle && !rnr_wait);
+	CHECK((t == SROCE_GBN_TIMER_STOP) == (idle || rnr_wait));
+}
+
 static void fuzz_timers(struct in *in)
 {
 	struct sroce_rtt r;
@@ -436,6 +537,7 @@ static void fuzz_timers(struct in *in)
 	for (i = 0; i < 5; i++)
 		win = sroce_gbn_window_grow(win);
 	CHECK(win == SROCE_GBN_MAX_WINDOW);
+	fuzz_timer_decisions(in);
 }
 
 /*

@@ -2,8 +2,8 @@
 //
 // The RC requester's completion rules (sroce_completer.h): what each
 // acknowledgment means, which are taken, which WQEs an ACK completes, when
-// a response is known lost, how a READ response is checked, and the RNR
-// retry budget.
+// a response is known lost, how a READ response is checked, and the retry
+// and RNR retry budgets.
 #include <gtest/gtest.h>
 
 extern "C" {
@@ -15,33 +15,44 @@ namespace {
 constexpr uint32_t kMtu = 1024;
 
 // An ACK makes progress, an RNR NAK waits, a sequence NAK resends at once;
-// the three error NAKs are fatal, and so is any code the requester does not
-// know (it must not retry an unknown error for ever). A reserved AETH type
-// is dropped.
+// the three error NAKs are fatal, each with its completion status, and so
+// is any code the requester does not know (it must not retry an unknown
+// error for ever): an invalid request. A reserved AETH type is dropped;
+// the reserved bit 7 is ignored.
 TEST(CompleterAck, EachSyndromeHasOneFate)
 {
 	struct {
 		uint8_t syndrome;
 		sroce_ack_fate want;
-		bool fatal;
+		sroce_wc_status status;	// SUCCESS: not fatal
 	} cases[] = {
-		{sroce_aeth_ack(0), SROCE_ACK_PROGRESS, false},
-		{sroce_aeth_ack(SROCE_CREDIT_INVALID), SROCE_ACK_PROGRESS, false},
-		{sroce_aeth_rnr_nak(0), SROCE_ACK_RNR, false},
-		{sroce_aeth_rnr_nak(31), SROCE_ACK_RNR, false},
-		{sroce_aeth_nak(SROCE_NAK_PSN_SEQ_ERR), SROCE_ACK_SEQ, false},
-		{sroce_aeth_nak(SROCE_NAK_INVALID_REQ), SROCE_ACK_REM_INV, true},
+		{sroce_aeth_ack(0), SROCE_ACK_PROGRESS, SROCE_WC_SUCCESS},
+		{sroce_aeth_ack(SROCE_CREDIT_INVALID), SROCE_ACK_PROGRESS, SROCE_WC_SUCCESS},
+		{sroce_aeth_rnr_nak(0), SROCE_ACK_RNR, SROCE_WC_SUCCESS},
+		{sroce_aeth_rnr_nak(31), SROCE_ACK_RNR, SROCE_WC_SUCCESS},
+		{sroce_aeth_nak(SROCE_NAK_PSN_SEQ_ERR), SROCE_ACK_SEQ, SROCE_WC_SUCCESS},
+		{sroce_aeth_nak(SROCE_NAK_INVALID_REQ), SROCE_ACK_REM_INV,
+		 SROCE_WC_REM_INV_REQ_ERR},
 		{sroce_aeth_nak(SROCE_NAK_REMOTE_ACCESS_ERR), SROCE_ACK_REM_ACCESS,
-		 true},
-		{sroce_aeth_nak(SROCE_NAK_REMOTE_OP_ERR), SROCE_ACK_REM_OP, true},
-		{sroce_aeth_nak(SROCE_NAK_INVALID_RD_REQ), SROCE_ACK_REM_INV, true},
-		{sroce_aeth_syndrome(SROCE_AETH_NAK, 17), SROCE_ACK_REM_INV, true},
-		{sroce_aeth_syndrome(SROCE_AETH_RESERVED, 0), SROCE_ACK_BAD, false},
+		 SROCE_WC_REM_ACCESS_ERR},
+		{sroce_aeth_nak(SROCE_NAK_REMOTE_OP_ERR), SROCE_ACK_REM_OP,
+		 SROCE_WC_REM_OP_ERR},
+		{sroce_aeth_nak(SROCE_NAK_INVALID_RD_REQ), SROCE_ACK_REM_INV,
+		 SROCE_WC_REM_INV_REQ_ERR},
+		{sroce_aeth_syndrome(SROCE_AETH_NAK, 17), SROCE_ACK_REM_INV,
+		 SROCE_WC_REM_INV_REQ_ERR},
+		{sroce_aeth_syndrome(SROCE_AETH_RESERVED, 0), SROCE_ACK_BAD, SROCE_WC_SUCCESS},
+		{uint8_t(0x80 | sroce_aeth_ack(3)), SROCE_ACK_PROGRESS, SROCE_WC_SUCCESS},
+		{uint8_t(0x80 | sroce_aeth_nak(SROCE_NAK_REMOTE_OP_ERR)), SROCE_ACK_REM_OP,
+		 SROCE_WC_REM_OP_ERR},
 	};
 	for (auto c : cases) {
-		EXPECT_EQ(sroce_ack_classify(c.syndrome), c.want)
+		sroce_ack_fate fate = sroce_ack_classify(c.syndrome);
+
+		EXPECT_EQ(fate, c.want) << "syndrome 0x" << std::hex << +c.syndrome;
+		EXPECT_EQ(sroce_ack_status(fate), c.status)
 			<< "syndrome 0x" << std::hex << +c.syndrome;
-		EXPECT_EQ(sroce_ack_fatal(sroce_ack_classify(c.syndrome)), c.fatal)
+		EXPECT_EQ(sroce_ack_fatal(fate), c.status != SROCE_WC_SUCCESS)
 			<< "syndrome 0x" << std::hex << +c.syndrome;
 	}
 }
@@ -140,6 +151,21 @@ TEST(CompleterAck, ANakIsGoneBackForOnce)
 	EXPECT_FALSE(sroce_nak_repeats(true, 40, 41));
 	EXPECT_TRUE(sroce_nak_repeats(true, 0xffffff, 0xffffff));
 	EXPECT_FALSE(sroce_nak_repeats(true, 0xffffff, 0));
+}
+
+// The retry budget: each ACK timeout takes one, none left is an error;
+// 7 is seven retries, not "for ever" (that is the RNR retry count's 7).
+TEST(CompleterRetry, EachTimeoutTakesOneSevenIsSeven)
+{
+	uint8_t budget = 7;
+	int retries = 0;
+
+	while (sroce_retry_take(&budget))
+		retries++;
+	EXPECT_EQ(retries, 7);
+	EXPECT_EQ(budget, 0);
+	EXPECT_FALSE(sroce_retry_take(&budget));
+	EXPECT_EQ(budget, 0);
 }
 
 // The RNR retry budget: each RNR NAK takes one, none left is an error, and

@@ -126,6 +126,98 @@ TEST(GbnWindow, GrowsBackToTheFullWindow)
 	EXPECT_EQ(sroce_gbn_window_grow(0), uint32_t(SROCE_GBN_RESTART_WINDOW));
 }
 
+// The requester sends new PSNs while fewer than a window of them are
+// unacknowledged, and waits at the window's end; across the wrap too.
+TEST(GbnWindow, FullAtTheWindowsEnd)
+{
+	struct {
+		uint32_t next, oldest, window;
+		bool full;
+	} cases[] = {
+		{100, 100, 16, false},		// nothing in flight
+		{115, 100, 16, false},		// 15 in flight: one more may go
+		{116, 100, 16, true},		// 16 in flight
+		{117, 100, 16, true},		// beyond (the window shrank)
+		{0x000005, 0xfffff6, 16, false}, // 15 in flight across the wrap
+		{0x000006, 0xfffff6, 16, true},
+		{90, 100, 16, false},		// acknowledged beyond what is next
+		{100 + 511, 100, 512, false},
+		{100 + 512, 100, 512, true},
+	};
+	for (auto c : cases)
+		EXPECT_EQ(sroce_gbn_window_full(c.next, c.oldest, c.window), c.full)
+			<< "next " << c.next << " oldest " << c.oldest
+			<< " window " << c.window;
+}
+
+// Going back N after a timeout or a probe leaves at most a restart window
+// in flight; a window that small already stays, and is no slow restart.
+TEST(GbnWindow, RestartsSmallAfterATimeout)
+{
+	struct {
+		uint32_t window, after;
+		bool shrank;
+	} cases[] = {
+		{SROCE_GBN_MAX_WINDOW, SROCE_GBN_RESTART_WINDOW, true},
+		{SROCE_GBN_RESTART_WINDOW + 1, SROCE_GBN_RESTART_WINDOW, true},
+		{SROCE_GBN_RESTART_WINDOW, SROCE_GBN_RESTART_WINDOW, false},
+		{4, 4, false},
+	};
+	for (auto c : cases) {
+		uint32_t w = c.window;
+
+		EXPECT_EQ(sroce_gbn_window_restart(&w), c.shrank) << c.window;
+		EXPECT_EQ(w, c.after) << c.window;
+	}
+}
+
+// After a packet is sent: the ACK timeout runs from the newest packet that
+// asks for an ACK; what is resent while it runs (after a probe, a NAK, an
+// implied NAK) leaves it where it is and times only a probe; nothing
+// started it yet (or it fired: the timeout's own resend): it starts.
+TEST(GbnTimer, AfterSendingAPacket)
+{
+	struct {
+		bool ack_req, resent, rto_running;
+		sroce_gbn_timer want;
+		const char *why;
+	} cases[] = {
+		{true, false, true, SROCE_GBN_TIMER_RESTART, "a new packet asking for an ACK"},
+		{false, false, true, SROCE_GBN_TIMER_KEEP, "a new packet in a burst"},
+		{true, true, true, SROCE_GBN_TIMER_PROBE, "a resend asking for an ACK"},
+		{false, true, true, SROCE_GBN_TIMER_KEEP, "a resend in a burst"},
+		{true, false, false, SROCE_GBN_TIMER_RESTART, "the first packet"},
+		{false, false, false, SROCE_GBN_TIMER_RESTART, "the first packet, no AckReq"},
+		{true, true, false, SROCE_GBN_TIMER_RESTART, "the timeout's resend"},
+		{false, true, false, SROCE_GBN_TIMER_RESTART, "the timeout's resend, no AckReq"},
+	};
+	for (auto c : cases)
+		EXPECT_EQ(sroce_gbn_timer_sent(c.ack_req, c.resent, c.rto_running),
+			  c.want) << c.why;
+}
+
+// After a response: only progress pushes the ACK timeout back; with
+// nothing outstanding, or waiting out an RNR NAK, neither timer runs.
+TEST(GbnTimer, AfterAResponse)
+{
+	struct {
+		bool idle, rnr_wait, progressed, fatal;
+		sroce_gbn_timer want;
+		const char *why;
+	} cases[] = {
+		{false, false, true, false, SROCE_GBN_TIMER_RESTART, "progress, more outstanding"},
+		{false, false, false, false, SROCE_GBN_TIMER_KEEP, "a duplicate, stale or forged response"},
+		{false, false, true, true, SROCE_GBN_TIMER_KEEP, "progress, then an error NAK"},
+		{true, false, true, false, SROCE_GBN_TIMER_STOP, "everything acknowledged"},
+		{true, false, false, true, SROCE_GBN_TIMER_STOP, "nothing left after an error"},
+		{false, true, false, false, SROCE_GBN_TIMER_STOP, "an RNR NAK: the RNR timer's wait"},
+		{false, true, true, false, SROCE_GBN_TIMER_STOP, "an RNR NAK after progress"},
+	};
+	for (auto c : cases)
+		EXPECT_EQ(sroce_gbn_timer_heard(c.idle, c.rnr_wait, c.progressed,
+						c.fatal), c.want) << c.why;
+}
+
 // A message's last packet asks for an ACK.
 TEST(GbnAckReq, LastPacketOfAMessage)
 {

@@ -106,10 +106,12 @@ TEST(Icrc, ReferenceKnownAnswers)
 	EXPECT_EQ(bytes(out, out + 4), from_hex("1dedd217"));
 
 	ip.insert(ip.end(), out, out + 4);
-	EXPECT_FALSE(sroce_icrc_verify(ip.data(), (u32)ip.size()));
+	// the CNP's ICRC after the SEND: a corrupted or foreign packet
+	EXPECT_EQ(sroce_icrc_verify(ip.data(), (u32)ip.size()),
+		  SROCE_ICRC_MISMATCH);
 	bytes c = cnp_ip();
 	c.insert(c.end(), out, out + 4);
-	EXPECT_TRUE(sroce_icrc_verify(c.data(), (u32)c.size()));
+	EXPECT_EQ(sroce_icrc_verify(c.data(), (u32)c.size()), SROCE_ICRC_OK);
 }
 
 TEST(Icrc, ScapyAndIpv6Vectors)
@@ -122,7 +124,8 @@ TEST(Icrc, ScapyAndIpv6Vectors)
 
 		ASSERT_TRUE(sroce_icrc_packet(ip.data(), n, &got)) << v.name;
 		EXPECT_EQ(got, sroce_icrc_get(&ip[n])) << v.name;
-		EXPECT_TRUE(sroce_icrc_verify(ip.data(), (u32)ip.size()));
+		EXPECT_EQ(sroce_icrc_verify(ip.data(), (u32)ip.size()),
+			  SROCE_ICRC_OK) << v.name;
 		EXPECT_EQ(icrc_split(bytes(ip.begin(), ip.begin() + n),
 				     ip[0] >> 4 == 6), got) << v.name;
 
@@ -224,5 +227,6 @@ TEST(Icrc, PacketRejectsWhatItCannotMask)
 		EXPECT_FALSE(sroce_icrc_packet(m.data(), (u32)m.size(), &v));
 		break;
 	}
-	EXPECT_FALSE(sroce_icrc_verify(ip.data(), 3));
+	// shorter than an ICRC: malformed, not a mismatch
+	EXPECT_EQ(sroce_icrc_verify(ip.data(), 3), SROCE_ICRC_MALFORMED);
 }

@@ -46,23 +46,11 @@ TEST(Psn, MatchesRxeSign)
 	for (u32 a : pts)
 		for (u32 b : pts) {
 			s32 r = rxe_psn_compare(a, b);
-			int want = (r > 0) - (r < 0);
 
-			EXPECT_EQ(sroce_psn_cmp(a, b), want) << a << " " << b;
-			EXPECT_EQ(sroce_psn_diff(a, b), r / 256);
+			EXPECT_EQ(sroce_psn_diff(a, b), r / 256) << a << " " << b;
 			EXPECT_EQ(sroce_psn_before(a, b), r < 0);
 			EXPECT_EQ(sroce_psn_after(a, b), r > 0);
 		}
-}
-
-TEST(Psn, Window)
-{
-	EXPECT_TRUE(sroce_psn_in_window(0xfffffe, 0xfffffe, 4));
-	EXPECT_TRUE(sroce_psn_in_window(0x000001, 0xfffffe, 4));
-	EXPECT_FALSE(sroce_psn_in_window(0x000002, 0xfffffe, 4));
-	EXPECT_FALSE(sroce_psn_in_window(0xfffffd, 0xfffffe, 4));
-	EXPECT_FALSE(sroce_psn_in_window(7, 7, 0));
-	EXPECT_TRUE(sroce_psn_in_window(6, 7, 0x1000000));
 }
 
 // The awaited PSN and k after it are done: the bits of those k come back

@@ -3,7 +3,8 @@
 // The RC responder's rules (sroce_responder.h): PSN classification against
 // the expected PSN, when a duplicate READ is a retry and from which byte,
 // what a duplicate READ does while a READ is streamed, how far the backlog
-// reaches, and which NAK each execution verdict becomes.
+// reaches, which NAK each execution verdict becomes, one sequence NAK per
+// gap, which duplicates are re-acknowledged, and UC's resynchronisation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,6 +38,87 @@ TEST(ResponderPsn, ClassifiedAgainstTheExpectedPsn)
 	for (auto c : cases)
 		EXPECT_EQ(sroce_resp_classify(c.psn, c.epsn), c.want)
 			<< "psn " << c.psn << " epsn " << c.epsn;
+}
+
+// A gap is NAKed once (C9-106): the first request ahead of the expected
+// PSN is NAKed, the rest of the burst behind the loss is not, duplicates
+// change nothing, and the expected PSN ends the gap, so the next loss is
+// NAKed again.
+TEST(ResponderPsn, OneSequenceNakPerGap)
+{
+	struct {
+		sroce_psn_class c;
+		bool nak;
+		const char *why;
+	} steps[] = {
+		{SROCE_PSN_EXPECTED, false, "in sequence"},
+		{SROCE_PSN_AHEAD, true, "a loss: the first packet after it"},
+		{SROCE_PSN_AHEAD, false, "the rest of the burst"},
+		{SROCE_PSN_DUPLICATE, false, "a duplicate during the gap"},
+		{SROCE_PSN_AHEAD, false, "still the same gap"},
+		{SROCE_PSN_EXPECTED, false, "the resend fills the gap"},
+		{SROCE_PSN_DUPLICATE, false, "a duplicate after it"},
+		{SROCE_PSN_AHEAD, true, "a new loss"},
+	};
+	bool nak_sent = false;
+
+	for (auto s : steps)
+		EXPECT_EQ(sroce_resp_gap_nak(s.c, &nak_sent), s.nak) << s.why;
+}
+
+// Duplicates of SEND and WRITE packets are answered only when they ask
+// for an ACK; the ACK names the newest PSN received (ePSN 100: 99), or the
+// duplicate's own PSN when the newest was a READ's or an atomic's.
+TEST(ResponderDuplicate, ReAcknowledgedWhenAskedOnly)
+{
+	struct {
+		bool ack_req, newest_rd;
+		uint32_t psn, epsn;
+		bool ack;
+		uint32_t ack_psn;
+		const char *why;
+	} cases[] = {
+		{false, false, 95, 100, false, 0, "one of a resent burst"},
+		{false, true, 95, 100, false, 0, "one of a resent burst, after a READ"},
+		{true, false, 95, 100, true, 99, "a message's last"},
+		{true, true, 95, 100, true, 95, "after a READ: its own PSN"},
+		{true, false, 0xfffffe, 0, true, 0xffffff, "across the wrap"},
+	};
+	for (auto c : cases) {
+		uint32_t got = 0;
+
+		EXPECT_EQ(sroce_resp_dup_ack(c.ack_req, c.newest_rd, c.psn, c.epsn,
+					     &got), c.ack) << c.why;
+		if (c.ack) {
+			EXPECT_EQ(got, c.ack_psn) << c.why;
+		}
+	}
+}
+
+// UC: a packet with an unexpected PSN loses its message; its MIDDLEs and
+// LAST are dropped, and the next FIRST or ONLY (any PSN) starts afresh.
+TEST(ResponderUc, ALossDropsTheMessageUntilTheNextFirst)
+{
+	struct {
+		bool first;
+		uint32_t psn, epsn;
+		bool take;
+		const char *why;
+	} steps[] = {
+		{true, 10, 10, true, "FIRST in sequence"},
+		{false, 11, 11, true, "MIDDLE in sequence"},
+		{false, 13, 12, false, "a MIDDLE after a loss"},
+		{false, 12, 12, false, "in sequence again, but its message is lost"},
+		{false, 14, 12, false, "its LAST"},
+		{true, 20, 12, true, "the next FIRST resynchronises"},
+		{false, 21, 21, true, "its LAST"},
+		{true, 30, 22, true, "a FIRST after a lost ONLY"},
+	};
+	bool dropping = false;
+
+	for (auto s : steps)
+		EXPECT_EQ(sroce_uc_take(s.first, s.psn, s.epsn, &dropping), s.take)
+			<< s.why;
 }
 
 sroce_read_span read_at(uint32_t psn, uint32_t len)

@@ -468,6 +468,27 @@ bool parse_common_opt(CommonOptions &o, int c, const char *arg)
 	}
 }
 
+int parse_args(int argc, char **argv, CommonOptions &o, const char *shortopts, std::initializer_list<option> extra,
+	       void (*usage)(FILE *), const std::function<bool(int c, const char *arg)> &own)
+{
+	std::vector<option> longopts = common_longopts(extra);
+	longopts.insert(longopts.end() - 1, {"help", no_argument, nullptr, 'h'});
+	int c;
+	while ((c = getopt_long(argc, argv, shortopts, longopts.data(), nullptr)) != -1) {
+		if (parse_common_opt(o, c, optarg) || (c != 'h' && own(c, optarg)))
+			continue;
+		usage(c == 'h' ? stdout : stderr);
+		return c == 'h' ? 0 : 2;
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (o.b.name.empty())
+		o.b.name = o.a.name;
+	return -1;
+}
+
 const char *const kCommonUsage =
 	"  --dev-a NAME, --dev-b NAME  the two devices (default: the first device; B: A's)\n"
 	"  --gid-a N|auto, --gid-b N|auto\n"

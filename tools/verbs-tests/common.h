@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <stdexcept>
@@ -176,6 +177,17 @@ bool parse_common_opt(CommonOptions &o, int c, const char *arg);
 // Their usage text, two-space indented lines.
 extern const char *const kCommonUsage;
 
+// A program's command line, parsed with getopt_long: the common options into
+// o, -h/--help (usage(stdout), exit status 0), and the program's own options
+// (extra, without --help and the terminator; shortopts has all its short
+// options, h included), each handed to own(c, optarg), which returns false
+// for one it does not know. An unknown option or an operand prints
+// usage(stderr), exit status 2. Then --dev-b defaults to --dev-a. Returns -1
+// when the program goes on, else its exit status. A bad value throws (from
+// own or parse_common_opt); the caller says so.
+int parse_args(int argc, char **argv, CommonOptions &o, const char *shortopts, std::initializer_list<option> extra,
+	       void (*usage)(FILE *), const std::function<bool(int c, const char *arg)> &own);
+
 // A size: a number (decimal, 0x hex) with an optional binary suffix K, M or
 // G (also k, m, g, KiB, MiB, GiB). Throws Error on anything else, or if it
 // overflows.
@@ -220,6 +232,55 @@ bool known_cases(const char *prog, const Case (&cases)[N], const std::vector<std
 	return true;
 }
 
+// --list (list is set): prints the table (name padded to width), exit status
+// 0; a name in names that is no case's: says so, exit status 2. Else -1: the
+// program goes on.
+template <typename Case, size_t N>
+int list_or_check_cases(const char *prog, const Case (&cases)[N], int width, bool list,
+			const std::vector<std::string> &names)
+{
+	if (list) {
+		print_cases(cases, width);
+		return 0;
+	}
+	return known_cases(prog, cases, names) ? -1 : 2;
+}
+// Whether --case NAME... (names) selects case k: the cases named, or with
+// none named every case but those marked only_by_name (when Case has that
+// field: they need a set-up the caller makes).
+template <typename Case> bool case_selected(const Case &k, const std::vector<std::string> &names)
+{
+	if (names.empty()) {
+		if constexpr (requires { k.only_by_name; })
+			return !k.only_by_name;
+		return true;
+	}
+	for (const std::string &n : names)
+		if (n == k.name)
+			return true;
+	return false;
+}
+struct CaseCounts {
+	int passed = 0, failed = 0;
+};
+// The selected cases in table order: "--- NAME: DESC", then run(k), which runs
+// the case, prints its verdict line and returns whether it passed.
+template <typename Case, size_t N, typename Run>
+CaseCounts run_cases(const Case (&cases)[N], const std::vector<std::string> &names, Run run)
+{
+	CaseCounts n;
+	for (const Case &k : cases) {
+		if (!case_selected(k, names))
+			continue;
+		std::printf("--- %s: %s\n", k.name, k.desc);
+		std::fflush(stdout);
+		bool ok = run(k);
+		std::fflush(stdout);
+		(ok ? n.passed : n.failed)++;
+	}
+	return n;
+}
+
 // --- completions ----------------------------------------------------------------
 
 // Poll up to max completions from any of cqs (all of one process, possibly of
@@ -254,6 +315,11 @@ using Clock = std::chrono::steady_clock;
 inline double secs_since(Clock::time_point t)
 {
 	return std::chrono::duration<double>(Clock::now() - t).count();
+}
+// A seed when none was given (printed, to replay the run): from the clock.
+inline uint64_t clock_seed()
+{
+	return static_cast<uint64_t>(Clock::now().time_since_epoch().count()) % 1000000007ULL;
 }
 
 // splitmix64: the pattern and the random generator of the tests.

@@ -306,6 +306,20 @@ struct BadOne {
 	std::function<Wqe(Ctx &, Conn &)> make{};
 };
 
+// What a bad WQE that B's responder fails (its receive ring or receive
+// WQE is the bad part) must give: REMOTE_OP_ERR at A, B in ERR with
+// IBV_EVENT_QP_FATAL, no receives posted on B first, no SEND behind it.
+inline BadOne responder_fatal()
+{
+	BadOne x;
+	x.want = IBV_WC_REM_OP_ERR;
+	x.b_err = true;
+	x.b_event = IBV_EVENT_QP_FATAL;
+	x.b_recvs = false;
+	x.behind = false;
+	return x;
+}
+
 void run_bad_one(Ctx &c, Checker &chk, const std::string &label, const BadOne &x, ConnCfg cfg = {});
 
 // One row of a table of bad-WQE attacks: run_bad_one(label, x), then `after`

@@ -67,4 +67,25 @@ inline size_t count_mismatch(const uint8_t *src, size_t len, uint64_t tag, uint6
 	return n;
 }
 
+// Bytes [off, off+len) of a slot that must hold message bytes (the stream at
+// msg_off, or literal bytes).
+struct Piece {
+	size_t off, len;
+	uint64_t msg_off;
+	bool literal = false;
+	uint8_t lit[8] = {};
+};
+
+// " NAME[ OFF+LEN ... ]" of pieces (their offsets and lengths), or nothing
+// when there are none: a work request's SGE list in a failure's description.
+inline std::string pieces_str(const char *name, const std::vector<Piece> &pieces)
+{
+	if (pieces.empty())
+		return "";
+	std::string s = std::string(name) + "[";
+	for (auto &p : pieces)
+		s += strf(" %zu+%zu", p.off, p.len);
+	return s + " ]";
+}
+
 } // namespace vt

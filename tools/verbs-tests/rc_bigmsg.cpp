@@ -635,42 +635,34 @@ int main(int argc, char **argv)
 {
 	Options o;
 	enum { O_SIZE = 256, O_SGES, O_OPS, O_SEED, O_TIMEOUT, O_ACKTO, O_THREADS };
-	auto longopts = common_longopts({{"size", required_argument, nullptr, O_SIZE},
-					 {"sges", required_argument, nullptr, O_SGES},
-					 {"ops", required_argument, nullptr, O_OPS},
-					 {"seed", required_argument, nullptr, O_SEED},
-					 {"timeout", required_argument, nullptr, O_TIMEOUT},
-					 {"ack-timeout", required_argument, nullptr, O_ACKTO},
-					 {"threads", required_argument, nullptr, O_THREADS},
-					 {"help", no_argument, nullptr, 'h'},
-					 {nullptr, 0, nullptr, 0}});
 	try {
-		int c;
-		while ((c = getopt_long(argc, argv, "h", longopts.data(), nullptr)) != -1) {
-			if (parse_common_opt(o, c, optarg))
-				continue;
-			switch (c) {
-			case O_SIZE: o.size = parse_size(optarg); break;
-			case O_SGES: o.sges = std::stoul(optarg); break;
-			case O_OPS: o.kinds = parse_name_list(optarg, kind_name, "operation"); break;
-			case O_SEED: o.seed = std::stoull(optarg, nullptr, 0); o.seed_given = true; break;
-			case O_TIMEOUT: o.timeout = std::stoul(optarg); break;
-			case O_ACKTO: o.ack_timeout = static_cast<uint8_t>(std::stoul(optarg)); break;
-			case O_THREADS: o.threads = std::stoul(optarg); break;
-			case 'h': usage(stdout); return 0;
-			default: usage(stderr); return 2;
-			}
-		}
-		if (optind != argc) {
-			usage(stderr);
-			return 2;
-		}
+		int rc = parse_args(argc, argv, o, "h",
+				    {{"size", required_argument, nullptr, O_SIZE},
+				     {"sges", required_argument, nullptr, O_SGES},
+				     {"ops", required_argument, nullptr, O_OPS},
+				     {"seed", required_argument, nullptr, O_SEED},
+				     {"timeout", required_argument, nullptr, O_TIMEOUT},
+				     {"ack-timeout", required_argument, nullptr, O_ACKTO},
+				     {"threads", required_argument, nullptr, O_THREADS}},
+				    usage, [&](int c, const char *arg) {
+					    switch (c) {
+					    case O_SIZE: o.size = parse_size(arg); break;
+					    case O_SGES: o.sges = std::stoul(arg); break;
+					    case O_OPS: o.kinds = parse_name_list(arg, kind_name, "operation"); break;
+					    case O_SEED: o.seed = std::stoull(arg, nullptr, 0); o.seed_given = true; break;
+					    case O_TIMEOUT: o.timeout = std::stoul(arg); break;
+					    case O_ACKTO: o.ack_timeout = static_cast<uint8_t>(std::stoul(arg)); break;
+					    case O_THREADS: o.threads = std::stoul(arg); break;
+					    default: return false;
+					    }
+					    return true;
+				    });
+		if (rc >= 0)
+			return rc;
 		if (o.size < 1 || o.sges < 1 || o.sges > 64 || o.threads > 64 || o.ack_timeout > 31)
 			throw Error("option out of range");
 		if (!o.seed_given)
-			o.seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) % 1000000007ULL;
-		if (o.b.name.empty())
-			o.b.name = o.a.name;
+			o.seed = clock_seed();
 		std::printf("rc_bigmsg: seed %" PRIu64 " size %zu\n", o.seed, o.size);
 		std::fflush(stdout);
 		Test t(o);

@@ -599,49 +599,30 @@ int main(int argc, char **argv)
 {
 	Options o;
 	enum { O_CASE = 256, O_LIST, O_BOUND, O_COMPAT };
-	auto longopts = common_longopts({{"case", required_argument, nullptr, O_CASE},
-					 {"list", no_argument, nullptr, O_LIST},
-					 {"retry-bound", required_argument, nullptr, O_BOUND},
-					 {"rxe-compat", no_argument, nullptr, O_COMPAT},
-					 {"help", no_argument, nullptr, 'h'},
-					 {nullptr, 0, nullptr, 0}});
 	try {
-		int c;
-		while ((c = getopt_long(argc, argv, "h", longopts.data(), nullptr)) != -1) {
-			if (parse_common_opt(o, c, optarg))
-				continue;
-			switch (c) {
-			case O_CASE: o.cases.push_back(optarg); break;
-			case O_LIST: o.list = true; break;
-			case O_BOUND: o.retry_bound = std::stod(optarg); break;
-			case O_COMPAT: o.rxe_compat = true; break;
-			case 'h': usage(stdout); return 0;
-			default: usage(stderr); return 2;
-			}
-		}
+		int rc = parse_args(argc, argv, o, "h",
+				    {{"case", required_argument, nullptr, O_CASE},
+				     {"list", no_argument, nullptr, O_LIST},
+				     {"retry-bound", required_argument, nullptr, O_BOUND},
+				     {"rxe-compat", no_argument, nullptr, O_COMPAT}},
+				    usage, [&](int c, const char *arg) {
+					    switch (c) {
+					    case O_CASE: o.cases.push_back(arg); return true;
+					    case O_LIST: o.list = true; return true;
+					    case O_BOUND: o.retry_bound = std::stod(arg); return true;
+					    case O_COMPAT: o.rxe_compat = true; return true;
+					    default: return false;
+					    }
+				    });
+		if (rc >= 0)
+			return rc;
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "rc_errors: bad argument: %s\n", e.what());
 		return 2;
 	}
-	if (optind != argc) {
-		usage(stderr);
-		return 2;
-	}
-	if (o.list) {
-		print_cases(kCases, 28);
-		return 0;
-	}
-	if (!known_cases("rc_errors", kCases, o.cases))
-		return 2;
-	if (o.b.name.empty())
-		o.b.name = o.a.name;
-	int passed = 0, failed = 0;
-	for (auto &k : kCases) {
-		if (o.cases.empty() ? k.only_by_name
-				    : std::find(o.cases.begin(), o.cases.end(), k.name) == o.cases.end())
-			continue;
-		std::printf("--- %s: %s\n", k.name, k.desc);
-		std::fflush(stdout);
+	if (int rc = list_or_check_cases("rc_errors", kCases, 28, o.list, o.cases); rc >= 0)
+		return rc;
+	CaseCounts n = run_cases(kCases, o.cases, [&](const Case &k) {
 		CaseChecker chk;
 		chk.compat = o.rxe_compat;
 		Env env{o, chk};
@@ -652,9 +633,8 @@ int main(int argc, char **argv)
 		}
 		std::printf("%s %s%s\n", chk.ok ? "PASS" : "FAIL", k.name,
 			    chk.deviations ? strf(" (%d deviation(s) accepted)", chk.deviations).c_str() : "");
-		std::fflush(stdout);
-		(chk.ok ? passed : failed)++;
-	}
-	std::printf("rc_errors: %d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+		return chk.ok;
+	});
+	std::printf("rc_errors: %d passed, %d failed\n", n.passed, n.failed);
+	return n.failed ? 1 : 0;
 }

@@ -90,14 +90,6 @@ constexpr size_t kJitter = 4096;  // random start offset within a slot
 constexpr size_t kMaxGap = 64;    // random gap between SGEs
 constexpr size_t kAux = 4096;     // per-slot area for WRITE_WITH_IMM's receive SGEs
 
-// Bytes [off, off+len) of a slot that must hold message bytes (the stream at
-// msg_off, or literal bytes).
-struct Piece {
-	size_t off, len;
-	uint64_t msg_off;
-	bool literal = false;
-	uint8_t lit[8] = {};
-};
 
 // After the operation, slot bytes [lo, hi) must be the pieces / resting.
 struct Check {
@@ -224,18 +216,8 @@ std::string Test::describe(const Op &op) const
 			     op.signaled ? "signaled" : "unsignaled", op.inlined ? " inline" : "",
 			     op.has_recv ? strf(" recv_cap %zu", op.recv_cap).c_str() : "");
 	s += strf(" lslot %d rslot %d", op.lslot, op.rslot);
-	if (!op.lpieces.empty()) {
-		s += " lsge[";
-		for (auto &p : op.lpieces)
-			s += strf(" %zu+%zu", p.off, p.len);
-		s += " ]";
-	}
-	if (!op.recv_pieces.empty()) {
-		s += " rsge[";
-		for (auto &p : op.recv_pieces)
-			s += strf(" %zu+%zu", p.off, p.len);
-		s += " ]";
-	}
+	s += pieces_str(" lsge", op.lpieces);
+	s += pieces_str(" rsge", op.recv_pieces);
 	if (op.kind == K_WRITE || op.kind == K_WRITE_IMM || op.kind == K_READ || op.kind == K_CAS ||
 	    op.kind == K_FADD)
 		s += strf(" roff %" PRIu64, op.roff);
@@ -1282,71 +1264,63 @@ int main(int argc, char **argv)
 {
 	Options o;
 	enum { O_ITERS = 256, O_SEED, O_MAXSIZE, O_DEPTH, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT, O_ACKTO, O_SQD, O_TAP, O_TAPNAMES, O_RXE };
-	auto longopts = common_longopts({{"iters", required_argument, nullptr, O_ITERS},
-					 {"seed", required_argument, nullptr, O_SEED},
-					 {"max-size", required_argument, nullptr, O_MAXSIZE},
-					 {"depth", required_argument, nullptr, O_DEPTH},
-					 {"timeout", required_argument, nullptr, O_TIMEOUT},
-					 {"mem", required_argument, nullptr, O_MEM},
-					 {"ops", required_argument, nullptr, O_OPS},
-					 {"max-sge", required_argument, nullptr, O_MAXSGE},
-					 {"signal-pct", required_argument, nullptr, O_SIGPCT},
-					 {"ack-timeout", required_argument, nullptr, O_ACKTO},
-					 {"sqd", no_argument, nullptr, O_SQD},
-					 {"tap", no_argument, nullptr, O_TAP},
-					 {"tap-names", required_argument, nullptr, O_TAPNAMES},
-					 {"rxe-side", required_argument, nullptr, O_RXE},
-					 {"verbose", no_argument, nullptr, 'v'},
-					 {"help", no_argument, nullptr, 'h'},
-					 {nullptr, 0, nullptr, 0}});
 	try {
-		int c;
-		while ((c = getopt_long(argc, argv, "vh", longopts.data(), nullptr)) != -1) {
-			if (parse_common_opt(o, c, optarg))
-				continue;
-			switch (c) {
-			case O_ITERS: o.iters = std::stoull(optarg); break;
-			case O_SEED: o.seed = std::stoull(optarg, nullptr, 0); o.seed_given = true; break;
-			case O_MAXSIZE: o.max_size = parse_size(optarg); break;
-			case O_DEPTH: o.depth = std::stoul(optarg); break;
-			case O_TIMEOUT: o.timeout = std::stoul(optarg); break;
-			case O_MEM: o.mem = parse_size(optarg); break;
-			case O_OPS: o.kinds = parse_name_list(optarg, kind_name, "operation"); break;
-			case O_MAXSGE: o.max_sge = std::stoul(optarg); break;
-			case O_SIGPCT: o.signal_pct = std::stoul(optarg); break;
-			case O_ACKTO: o.ack_timeout = std::stoul(optarg); break;
-			case O_SQD: o.sqd = true; break;
-			case O_TAP: o.tap = g_tap.tap = true; break;
-			case O_RXE:
-				if (std::string(optarg) != "a" && std::string(optarg) != "b")
-					throw Error("--rxe-side wants a or b");
-				o.rxe_side = optarg[0] == 'a' ? 0 : 1;
-				break;
-			case O_TAPNAMES: {
-				std::string v(optarg);
-				size_t c = v.find(',');
-				if (c == std::string::npos || c == 0 || c + 1 == v.size())
-					throw Error("--tap-names wants NAME_A,NAME_B");
-				g_tap.names[0] = v.substr(0, c);
-				g_tap.names[1] = v.substr(c + 1);
-				break;
-			}
-			case 'v': o.verbose++; break;
-			case 'h': usage(stdout); return 0;
-			default: usage(stderr); return 2;
-			}
-		}
-		if (optind != argc) {
-			usage(stderr);
-			return 2;
-		}
+		int rc = parse_args(argc, argv, o, "vh",
+				    {{"iters", required_argument, nullptr, O_ITERS},
+				     {"seed", required_argument, nullptr, O_SEED},
+				     {"max-size", required_argument, nullptr, O_MAXSIZE},
+				     {"depth", required_argument, nullptr, O_DEPTH},
+				     {"timeout", required_argument, nullptr, O_TIMEOUT},
+				     {"mem", required_argument, nullptr, O_MEM},
+				     {"ops", required_argument, nullptr, O_OPS},
+				     {"max-sge", required_argument, nullptr, O_MAXSGE},
+				     {"signal-pct", required_argument, nullptr, O_SIGPCT},
+				     {"ack-timeout", required_argument, nullptr, O_ACKTO},
+				     {"sqd", no_argument, nullptr, O_SQD},
+				     {"tap", no_argument, nullptr, O_TAP},
+				     {"tap-names", required_argument, nullptr, O_TAPNAMES},
+				     {"rxe-side", required_argument, nullptr, O_RXE},
+				     {"verbose", no_argument, nullptr, 'v'}},
+				    usage, [&](int c, const char *arg) {
+					    switch (c) {
+					    case O_ITERS: o.iters = std::stoull(arg); break;
+					    case O_SEED: o.seed = std::stoull(arg, nullptr, 0); o.seed_given = true; break;
+					    case O_MAXSIZE: o.max_size = parse_size(arg); break;
+					    case O_DEPTH: o.depth = std::stoul(arg); break;
+					    case O_TIMEOUT: o.timeout = std::stoul(arg); break;
+					    case O_MEM: o.mem = parse_size(arg); break;
+					    case O_OPS: o.kinds = parse_name_list(arg, kind_name, "operation"); break;
+					    case O_MAXSGE: o.max_sge = std::stoul(arg); break;
+					    case O_SIGPCT: o.signal_pct = std::stoul(arg); break;
+					    case O_ACKTO: o.ack_timeout = std::stoul(arg); break;
+					    case O_SQD: o.sqd = true; break;
+					    case O_TAP: o.tap = g_tap.tap = true; break;
+					    case O_RXE:
+						    if (std::string(arg) != "a" && std::string(arg) != "b")
+							    throw Error("--rxe-side wants a or b");
+						    o.rxe_side = arg[0] == 'a' ? 0 : 1;
+						    break;
+					    case O_TAPNAMES: {
+						    std::string v(arg);
+						    size_t comma = v.find(',');
+						    if (comma == std::string::npos || comma == 0 || comma + 1 == v.size())
+							    throw Error("--tap-names wants NAME_A,NAME_B");
+						    g_tap.names[0] = v.substr(0, comma);
+						    g_tap.names[1] = v.substr(comma + 1);
+						    break;
+					    }
+					    case 'v': o.verbose++; break;
+					    default: return false;
+					    }
+					    return true;
+				    });
+		if (rc >= 0)
+			return rc;
 		if (o.depth < 1 || o.depth > 4096 || o.max_sge < 1 || o.max_sge > 64 || o.max_size < 1 ||
 		    o.signal_pct > 100 || o.ack_timeout > 31)
 			throw Error("option out of range");
 		if (!o.seed_given)
-			o.seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) % 1000000007ULL;
-		if (o.b.name.empty())
-			o.b.name = o.a.name;
+			o.seed = clock_seed();
 		std::printf("rc_integrity: seed %" PRIu64 " iters %" PRIu64 "\n", o.seed, o.iters);
 		std::fflush(stdout);
 		Test t(o);

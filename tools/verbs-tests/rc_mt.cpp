@@ -1067,56 +1067,48 @@ int main(int argc, char **argv)
 {
 	Options o;
 	enum { O_THREADS = 256, O_RTHREADS, O_POLLERS, O_MSGS, O_MAXSIZE, O_DEPTH, O_RDEPTH, O_OPS, O_PHASES, O_SEED, O_TIMEOUT };
-	auto longopts = common_longopts({{"threads", required_argument, nullptr, O_THREADS},
-					 {"recv-threads", required_argument, nullptr, O_RTHREADS},
-					 {"pollers", required_argument, nullptr, O_POLLERS},
-					 {"msgs", required_argument, nullptr, O_MSGS},
-					 {"max-size", required_argument, nullptr, O_MAXSIZE},
-					 {"depth", required_argument, nullptr, O_DEPTH},
-					 {"recv-depth", required_argument, nullptr, O_RDEPTH},
-					 {"ops", required_argument, nullptr, O_OPS},
-					 {"phases", required_argument, nullptr, O_PHASES},
-					 {"seed", required_argument, nullptr, O_SEED},
-					 {"timeout", required_argument, nullptr, O_TIMEOUT},
-					 {"verbose", no_argument, nullptr, 'v'},
-					 {"help", no_argument, nullptr, 'h'},
-					 {nullptr, 0, nullptr, 0}});
 	try {
-		int c;
-		while ((c = getopt_long(argc, argv, "vh", longopts.data(), nullptr)) != -1) {
-			if (parse_common_opt(o, c, optarg))
-				continue;
-			switch (c) {
-			case O_THREADS: o.threads = std::stoul(optarg); break;
-			case O_RTHREADS: o.recv_threads = std::stoul(optarg); break;
-			case O_POLLERS: o.pollers = std::stoul(optarg); break;
-			case O_MSGS: o.msgs = std::stoull(optarg); break;
-			case O_MAXSIZE: o.max_size = parse_size(optarg); break;
-			case O_DEPTH: o.depth = std::stoul(optarg); break;
-			case O_RDEPTH: o.recv_depth = std::stoul(optarg); break;
-			case O_OPS: o.kinds = parse_name_list(optarg, kind_name, "operation"); break;
-			case O_PHASES: o.phases = parse_name_list(optarg, phase_name, "phase"); break;
-			case O_SEED: o.seed = std::stoull(optarg, nullptr, 0); o.seed_given = true; break;
-			case O_TIMEOUT: o.timeout = std::stoul(optarg); break;
-			case 'v': o.verbose++; break;
-			case 'h': usage(stdout); return 0;
-			default: usage(stderr); return 2;
-			}
-		}
-		if (optind != argc) {
-			usage(stderr);
-			return 2;
-		}
+		int rc = parse_args(argc, argv, o, "vh",
+				    {{"threads", required_argument, nullptr, O_THREADS},
+				     {"recv-threads", required_argument, nullptr, O_RTHREADS},
+				     {"pollers", required_argument, nullptr, O_POLLERS},
+				     {"msgs", required_argument, nullptr, O_MSGS},
+				     {"max-size", required_argument, nullptr, O_MAXSIZE},
+				     {"depth", required_argument, nullptr, O_DEPTH},
+				     {"recv-depth", required_argument, nullptr, O_RDEPTH},
+				     {"ops", required_argument, nullptr, O_OPS},
+				     {"phases", required_argument, nullptr, O_PHASES},
+				     {"seed", required_argument, nullptr, O_SEED},
+				     {"timeout", required_argument, nullptr, O_TIMEOUT},
+				     {"verbose", no_argument, nullptr, 'v'}},
+				    usage, [&](int c, const char *arg) {
+					    switch (c) {
+					    case O_THREADS: o.threads = std::stoul(arg); break;
+					    case O_RTHREADS: o.recv_threads = std::stoul(arg); break;
+					    case O_POLLERS: o.pollers = std::stoul(arg); break;
+					    case O_MSGS: o.msgs = std::stoull(arg); break;
+					    case O_MAXSIZE: o.max_size = parse_size(arg); break;
+					    case O_DEPTH: o.depth = std::stoul(arg); break;
+					    case O_RDEPTH: o.recv_depth = std::stoul(arg); break;
+					    case O_OPS: o.kinds = parse_name_list(arg, kind_name, "operation"); break;
+					    case O_PHASES: o.phases = parse_name_list(arg, phase_name, "phase"); break;
+					    case O_SEED: o.seed = std::stoull(arg, nullptr, 0); o.seed_given = true; break;
+					    case O_TIMEOUT: o.timeout = std::stoul(arg); break;
+					    case 'v': o.verbose++; break;
+					    default: return false;
+					    }
+					    return true;
+				    });
+		if (rc >= 0)
+			return rc;
 		if (o.threads < 1 || o.threads > 255 || o.recv_threads > 255 || o.pollers < 1 || o.pollers > 64 ||
 		    o.msgs < 1 || o.msgs > 0xffffffffULL || o.max_size < 64 || o.max_size > (64u << 20) || o.depth < 1 ||
 		    o.depth > 4096 || o.recv_depth < 1 || o.recv_depth > 4096 || !o.kinds || !o.phases)
 			throw Error("option out of range");
 		if (!o.seed_given)
-			o.seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) % 1000000007ULL;
+			o.seed = clock_seed();
 		if (o.use_event)
 			throw Error("--use-event: rc_mt's pollers poll (their races are what it tests)");
-		if (o.b.name.empty())
-			o.b.name = o.a.name;
 		std::printf("rc_mt: seed %" PRIu64 "\n", o.seed);
 		std::fflush(stdout);
 		Test t(o);

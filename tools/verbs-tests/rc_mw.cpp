@@ -1293,48 +1293,30 @@ int main(int argc, char **argv)
 {
 	Options o;
 	enum { O_CASE = 256, O_LIST, O_NOCNT };
-	auto longopts = common_longopts({{"case", required_argument, nullptr, O_CASE},
-					 {"list", no_argument, nullptr, O_LIST},
-					 {"no-counters", no_argument, nullptr, O_NOCNT},
-					 {"help", no_argument, nullptr, 'h'},
-					 {nullptr, 0, nullptr, 0}});
 	try {
-		int c;
-		while ((c = getopt_long(argc, argv, "vh", longopts.data(), nullptr)) != -1) {
-			if (parse_common_opt(o, c, optarg))
-				continue;
-			switch (c) {
-			case O_CASE: o.cases.push_back(optarg); break;
-			case O_LIST: o.list = true; break;
-			case O_NOCNT: o.counters = false; break;
-			case 'v': o.verbose = true; break;
-			case 'h': usage(stdout); return 0;
-			default: usage(stderr); return 2;
-			}
-		}
+		int rc = parse_args(argc, argv, o, "vh",
+				    {{"case", required_argument, nullptr, O_CASE},
+				     {"list", no_argument, nullptr, O_LIST},
+				     {"no-counters", no_argument, nullptr, O_NOCNT}},
+				    usage, [&](int c, const char *arg) {
+					    switch (c) {
+					    case O_CASE: o.cases.push_back(arg); return true;
+					    case O_LIST: o.list = true; return true;
+					    case O_NOCNT: o.counters = false; return true;
+					    case 'v': o.verbose = true; return true;
+					    default: return false;
+					    }
+				    });
+		if (rc >= 0)
+			return rc;
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "rc_mw: bad argument: %s\n", e.what());
 		return 2;
 	}
-	if (optind != argc) {
-		usage(stderr);
-		return 2;
-	}
-	if (o.list) {
-		print_cases(kCases, 20);
-		return 0;
-	}
-	if (!known_cases("rc_mw", kCases, o.cases))
-		return 2;
-	if (o.b.name.empty())
-		o.b.name = o.a.name;
-	int passed = 0, failed = 0;
+	if (int rc = list_or_check_cases("rc_mw", kCases, 20, o.list, o.cases); rc >= 0)
+		return rc;
 	unsigned checks = 0;
-	for (auto &k : kCases) {
-		if (!o.cases.empty() && std::find(o.cases.begin(), o.cases.end(), k.name) == o.cases.end())
-			continue;
-		std::printf("--- %s: %s\n", k.name, k.desc);
-		std::fflush(stdout);
+	CaseCounts n = run_cases(kCases, o.cases, [&](const Case &k) {
 		StepChecker chk;
 		chk.verbose = o.verbose;
 		Env env{o, chk};
@@ -1348,9 +1330,8 @@ int main(int argc, char **argv)
 		checks += chk.checks;
 		std::printf("%s %s (%u steps, %u checks, %.1f s)\n", chk.ok ? "PASS" : "FAIL", k.name, chk.steps,
 			    chk.checks, secs_since(t0));
-		std::fflush(stdout);
-		(chk.ok ? passed : failed)++;
-	}
-	std::printf("rc_mw: %d passed, %d failed (%u checks)\n", passed, failed, checks);
-	return failed ? 1 : 0;
+		return chk.ok;
+	});
+	std::printf("rc_mw: %d passed, %d failed (%u checks)\n", n.passed, n.failed, checks);
+	return n.failed ? 1 : 0;
 }

@@ -91,13 +91,6 @@ struct PeerInfo {
 	uint32_t send_sge = 0, recv_sge = 0, inline_max = 0, sge_rd = 0, max_msg_sz = 0;
 };
 
-struct Piece {
-	size_t off, len;
-	uint64_t msg_off;
-	bool literal = false;
-	uint8_t lit[8] = {};
-};
-
 // After the window, slot bytes [lo, hi) of `side` must be the pieces /
 // resting.
 struct Check {
@@ -359,18 +352,8 @@ std::string Test::describe(const Op &op) const
 	std::string s = strf("op %" PRIu64 " (slot %d) %s %s len %zu %s%s", op.id, op.slot,
 			     op.dir == 0 ? "client->server" : "server->client", kKindName[op.kind], op.len,
 			     op.signaled ? "signaled" : "unsignaled", op.inlined ? " inline" : "");
-	if (!op.lpieces.empty()) {
-		s += " lsge[";
-		for (auto &p : op.lpieces)
-			s += strf(" %zu+%zu", p.off, p.len);
-		s += " ]";
-	}
-	if (!op.recv_pieces.empty()) {
-		s += " rsge[";
-		for (auto &p : op.recv_pieces)
-			s += strf(" %zu+%zu", p.off, p.len);
-		s += " ]";
-	}
+	s += pieces_str(" lsge", op.lpieces);
+	s += pieces_str(" rsge", op.recv_pieces);
 	if (op.kind >= K_WRITE)
 		s += strf(" roff %" PRIu64, op.roff);
 	if (op.kind == K_CAS || op.kind == K_FADD)
@@ -1069,7 +1052,7 @@ int main(int argc, char **argv)
 		    o.max_size > (64u << 20) || o.signal_pct > 100 || o.ack_timeout > 31 || o.retry_cnt > 7)
 			throw Error("option out of range");
 		if (!o.seed_given)
-			o.seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) % 1000000007ULL;
+			o.seed = clock_seed();
 		t = std::make_unique<Test>(o);
 		return t->run();
 	} catch (const Error &e) {

@@ -284,46 +284,45 @@ int main(int argc, char **argv)
 	std::vector<std::string> cases;
 	bool list = false;
 	enum { O_CASE = 256, O_LIST, O_SECS, O_MINOPS, O_RMIN, O_RMAX, O_DEPTH, O_ACK, O_FILE, O_CG, O_SEED };
-	auto longopts = vt::common_longopts({{"case", required_argument, nullptr, O_CASE},
-					     {"list", no_argument, nullptr, O_LIST},
-					     {"seconds", required_argument, nullptr, O_SECS},
-					     {"min-ops", required_argument, nullptr, O_MINOPS},
-					     {"read-min", required_argument, nullptr, O_RMIN},
-					     {"read-max", required_argument, nullptr, O_RMAX},
-					     {"depth", required_argument, nullptr, O_DEPTH},
-					     {"ack-timeout", required_argument, nullptr, O_ACK},
-					     {"file", required_argument, nullptr, O_FILE},
-					     {"cgroup", required_argument, nullptr, O_CG},
-					     {"seed", required_argument, nullptr, O_SEED},
-					     {"help", no_argument, nullptr, 'h'},
-					     {nullptr, 0, nullptr, 0}});
 	try {
-		int c;
-		while ((c = getopt_long(argc, argv, "vh", longopts.data(), nullptr)) != -1) {
-			if (vt::parse_common_opt(o, c, optarg))
-				continue;
-			switch (c) {
-			case O_CASE: cases.push_back(optarg); break;
-			case O_LIST: list = true; break;
-			case O_SECS: o.seconds = std::stod(optarg); break;
-			case O_MINOPS: o.min_ops = std::stoul(optarg); break;
-			case O_RMIN: o.read_min = vt::parse_size(optarg); break;
-			case O_RMAX: o.read_max = vt::parse_size(optarg); break;
-			case O_DEPTH: o.depth = std::clamp<unsigned>(std::stoul(optarg), 1, 16); break;
-			case O_ACK: o.ack_timeout = static_cast<uint8_t>(std::min(31ul, std::stoul(optarg))); break;
-			case O_FILE: o.file = optarg; break;
-			case O_CG: o.cgroup = optarg; break;
-			case O_SEED: o.seed = std::stoull(optarg, nullptr, 0); break;
-			case 'v': o.verbose = true; break;
-			case 'h': usage(stdout); return 0;
-			default: usage(stderr); return 2;
-			}
-		}
+		int rc = vt::parse_args(
+			argc, argv, o, "vh",
+			{{"case", required_argument, nullptr, O_CASE},
+			 {"list", no_argument, nullptr, O_LIST},
+			 {"seconds", required_argument, nullptr, O_SECS},
+			 {"min-ops", required_argument, nullptr, O_MINOPS},
+			 {"read-min", required_argument, nullptr, O_RMIN},
+			 {"read-max", required_argument, nullptr, O_RMAX},
+			 {"depth", required_argument, nullptr, O_DEPTH},
+			 {"ack-timeout", required_argument, nullptr, O_ACK},
+			 {"file", required_argument, nullptr, O_FILE},
+			 {"cgroup", required_argument, nullptr, O_CG},
+			 {"seed", required_argument, nullptr, O_SEED}},
+			usage, [&](int c, const char *arg) {
+				switch (c) {
+				case O_CASE: cases.push_back(arg); break;
+				case O_LIST: list = true; break;
+				case O_SECS: o.seconds = std::stod(arg); break;
+				case O_MINOPS: o.min_ops = std::stoul(arg); break;
+				case O_RMIN: o.read_min = vt::parse_size(arg); break;
+				case O_RMAX: o.read_max = vt::parse_size(arg); break;
+				case O_DEPTH: o.depth = std::clamp<unsigned>(std::stoul(arg), 1, 16); break;
+				case O_ACK: o.ack_timeout = static_cast<uint8_t>(std::min(31ul, std::stoul(arg))); break;
+				case O_FILE: o.file = arg; break;
+				case O_CG: o.cgroup = arg; break;
+				case O_SEED: o.seed = std::stoull(arg, nullptr, 0); break;
+				case 'v': o.verbose = true; break;
+				default: return false;
+				}
+				return true;
+			});
+		if (rc >= 0)
+			return rc;
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "sec_local: bad argument: %s\n", e.what());
 		return 2;
 	}
-	if (optind != argc || (!list && cases.empty()) || o.read_min < 4096 || o.read_max < o.read_min) {
+	if ((!list && cases.empty()) || o.read_min < 4096 || o.read_max < o.read_min) {
 		usage(stderr);
 		return 2;
 	}
@@ -331,8 +330,6 @@ int main(int argc, char **argv)
 		print_cases(kCases, 20);
 		return 0;
 	}
-	if (o.b.name.empty())
-		o.b.name = o.a.name;
 	if (!o.seed)
 		o.seed = vt::mix64(static_cast<uint64_t>(time(nullptr)) ^ (static_cast<uint64_t>(getpid()) << 20));
 	std::setvbuf(stdout, nullptr, _IOLBF, 0);

@@ -32,7 +32,7 @@
 #include <poll.h>
 #include <vector>
 
-#include "e2e_check.h"
+#include "e2e_util.h"
 
 namespace
 {
@@ -73,43 +73,9 @@ bool is_uc(int pair)
 
 void to_rts(ibv_qp *q, uint32_t remote, bool uc)
 {
-	ibv_qp_attr a{};
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-	REQUIRE(ibv_modify_qp(q, &a,
-			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				      IBV_QP_ACCESS_FLAGS) == 0);
-	a = {};
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = remote;
-	a.rq_psn = 7;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index);
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-		   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	if (!uc)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	REQUIRE(ibv_modify_qp(q, &a, mask) == 0);
-	a = {};
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 7;
-	a.max_rd_atomic = 1;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (!uc)
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	REQUIRE(ibv_modify_qp(q, &a, mask) == 0);
+	e2e_connect_qp(
+		q, remote, gid, gid_index,
+		{IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE, 7, 1, uc});
 }
 
 /* Poll cq for one completion, for up to secs seconds. */
@@ -497,13 +463,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s DEVICE GID_INDEX...\n", argv[0]);
 		return 2;
 	}
-	int num = 0;
-	ibv_device **list = ibv_get_device_list(&num);
-	REQUIRE(list);
-	for (int i = 0; i < num; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
-	REQUIRE(ctx);
+	ibv_device **list = nullptr;
+	ctx = e2e_open_device(argv[1], &list);
 	const int fl = fcntl(ctx->async_fd, F_GETFL);
 	REQUIRE(fl >= 0 && fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0);
 	pd = ibv_alloc_pd(ctx);

@@ -24,7 +24,7 @@
 #include <infiniband/verbs.h>
 #include <vector>
 
-#include "e2e_check.h"
+#include "e2e_util.h"
 
 namespace
 {
@@ -451,13 +451,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s DEVICE GID_INDEX...\n", argv[0]);
 		return 2;
 	}
-	int num = 0;
-	ibv_device **list = ibv_get_device_list(&num);
-	REQUIRE(list);
-	for (int i = 0; i < num; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
-	REQUIRE(ctx);
+	ibv_device **list = nullptr;
+	ctx = e2e_open_device(argv[1], &list);
 	ibv_port_attr pa{};
 	REQUIRE(ibv_query_port(ctx, 1, &pa) == 0);
 	mtu = 128U << pa.active_mtu;

@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "e2e_check.h"
+#include "e2e_util.h"
 
 static ibv_context *ctx;
 static ibv_pd *pd;
@@ -45,43 +45,11 @@ static void report(const char *name)
 
 static void connect_qp(ibv_qp *q, uint32_t remote)
 {
-	ibv_qp_attr a{};
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
-	REQUIRE(ibv_modify_qp(q, &a,
-			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				      IBV_QP_ACCESS_FLAGS) == 0);
-	a = {};
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = remote;
-	a.rq_psn = 100;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index);
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	REQUIRE(ibv_modify_qp(q, &a,
-			      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				      IBV_QP_MAX_DEST_RD_ATOMIC |
-				      IBV_QP_MIN_RNR_TIMER) == 0);
-	a = {};
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 100;
-	a.max_rd_atomic = 4;
-	REQUIRE(ibv_modify_qp(q, &a,
-			      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				      IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	e2e_connect_qp(q, remote, gid, gid_index,
+		       {IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				IBV_ACCESS_REMOTE_ATOMIC |
+				IBV_ACCESS_LOCAL_WRITE,
+			100, 4});
 }
 
 /* Poll a classic CQ until n completions arrived (or time out). */
@@ -102,13 +70,8 @@ int main(int argc, char **argv)
 	const char *name = argc > 1 ? argv[1] : "sroce0";
 	if (argc > 2)
 		gid_index = atoi(argv[2]);
-	int num = 0;
-	ibv_device **list = ibv_get_device_list(&num);
-	REQUIRE(list);
-	for (int i = 0; i < num; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	REQUIRE(ctx);
+	ibv_device **list = nullptr;
+	ctx = e2e_open_device(name, &list);
 	REQUIRE(ibv_query_gid(ctx, 1, gid_index, &gid) == 0);
 	pd = ibv_alloc_pd(ctx);
 	REQUIRE(pd);

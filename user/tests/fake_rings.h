@@ -173,6 +173,20 @@ inline ibv_qp_cap make_cap(uint32_t send_wr, uint32_t send_sge,
 	return c;
 }
 
+/* A send WR of op with the SGE list sg[0..num_sge); the rest zero. */
+inline ibv_send_wr make_wr(ibv_wr_opcode op, uint64_t wr_id,
+			   ibv_sge *sg = nullptr, int num_sge = 0,
+			   unsigned flags = IBV_SEND_SIGNALED)
+{
+	ibv_send_wr wr{};
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.sg_list = sg;
+	wr.num_sge = num_sge;
+	wr.send_flags = flags;
+	return wr;
+}
+
 /* A CQ bound to a fake ring the test fills as the kernel would. */
 struct fake_cq {
 	fake_queue ring;

@@ -22,18 +22,6 @@ namespace
 using namespace sroce;
 using namespace sroce::test;
 
-ibv_send_wr make_wr(ibv_wr_opcode op, uint64_t wr_id, ibv_sge *sg = nullptr,
-		    int num_sge = 0, unsigned flags = IBV_SEND_SIGNALED)
-{
-	ibv_send_wr wr{};
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.sg_list = sg;
-	wr.num_sge = num_sge;
-	wr.send_flags = flags;
-	return wr;
-}
-
 /* An opcode no verbs.h names, the way a C caller could pass one. */
 ibv_wr_opcode out_of_range_op()
 {

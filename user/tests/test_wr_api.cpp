@@ -103,38 +103,25 @@ TEST_F(WrApi, EveryBuilderMatchesPostSend)
 	x()->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send(x());
 	ibv_wr_set_sge(x(), 0x11, 0x1000, 8);
-	wrs[0] = {};
-	wrs[0].wr_id = 1;
-	wrs[0].opcode = IBV_WR_SEND;
-	wrs[0].send_flags = IBV_SEND_SIGNALED;
-	wrs[0].sg_list = sg.data();
-	wrs[0].num_sge = 1;
+	wrs[0] = make_wr(IBV_WR_SEND, 1, sg.data(), 1);
 
 	x()->wr_id = 2;
 	x()->wr_flags = IBV_SEND_SOLICITED;
 	ibv_wr_send_imm(x(), htonl(0x01020304));
 	ibv_wr_set_sge_list(x(), 3, sg.data());
-	wrs[1] = {};
-	wrs[1].wr_id = 2;
-	wrs[1].opcode = IBV_WR_SEND_WITH_IMM;
-	wrs[1].send_flags = IBV_SEND_SOLICITED;
+	wrs[1] = make_wr(IBV_WR_SEND_WITH_IMM, 2, sg.data(), 3,
+			 IBV_SEND_SOLICITED);
 	wrs[1].imm_data = htonl(0x01020304);
-	wrs[1].sg_list = sg.data();
-	wrs[1].num_sge = 3;
 
 	x()->wr_id = 3;
 	x()->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
 	ibv_wr_rdma_write(x(), 0xabc, 0x123456789aULL);
 	ibv_wr_set_inline_data(x(), data.data(), 100);
 	ibv_sge isg{reinterpret_cast<uintptr_t>(data.data()), 100, 0};
-	wrs[2] = {};
-	wrs[2].wr_id = 3;
-	wrs[2].opcode = IBV_WR_RDMA_WRITE;
-	wrs[2].send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	wrs[2] = make_wr(IBV_WR_RDMA_WRITE, 3, &isg, 1,
+			 IBV_SEND_SIGNALED | IBV_SEND_INLINE);
 	wrs[2].wr.rdma.rkey = 0xabc;
 	wrs[2].wr.rdma.remote_addr = 0x123456789aULL;
-	wrs[2].sg_list = &isg;
-	wrs[2].num_sge = 1;
 
 	x()->wr_id = 4;
 	x()->wr_flags = IBV_SEND_INLINE;
@@ -144,68 +131,46 @@ TEST_F(WrApi, EveryBuilderMatchesPostSend)
 		{reinterpret_cast<uintptr_t>(data.data()), 30, 0},
 		{reinterpret_cast<uintptr_t>(data.data() + 50), 40, 0},
 	};
-	wrs[3] = {};
-	wrs[3].wr_id = 4;
-	wrs[3].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wrs[3].send_flags = IBV_SEND_INLINE;
+	wrs[3] = make_wr(IBV_WR_RDMA_WRITE_WITH_IMM, 4, isg2, 2,
+			 IBV_SEND_INLINE);
 	wrs[3].imm_data = htonl(7);
 	wrs[3].wr.rdma.rkey = 0xdef;
 	wrs[3].wr.rdma.remote_addr = 0x2000;
-	wrs[3].sg_list = isg2;
-	wrs[3].num_sge = 2;
 
 	x()->wr_id = 5;
 	x()->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE;
 	ibv_wr_rdma_read(x(), 0x77, 0x9000);
 	ibv_wr_set_sge_list(x(), 2, sg.data() + 1);
-	wrs[4] = {};
-	wrs[4].wr_id = 5;
-	wrs[4].opcode = IBV_WR_RDMA_READ;
-	wrs[4].send_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE;
+	wrs[4] = make_wr(IBV_WR_RDMA_READ, 5, sg.data() + 1, 2,
+			 IBV_SEND_SIGNALED | IBV_SEND_FENCE);
 	wrs[4].wr.rdma.rkey = 0x77;
 	wrs[4].wr.rdma.remote_addr = 0x9000;
-	wrs[4].sg_list = sg.data() + 1;
-	wrs[4].num_sge = 2;
 
 	x()->wr_id = 6;
 	x()->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_atomic_cmp_swp(x(), 0x88, 0xa000, 11, 22);
 	ibv_wr_set_sge(x(), 0x11, 0x1000, 8);
-	wrs[5] = {};
-	wrs[5].wr_id = 6;
-	wrs[5].opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-	wrs[5].send_flags = IBV_SEND_SIGNALED;
+	wrs[5] = make_wr(IBV_WR_ATOMIC_CMP_AND_SWP, 6, sg.data(), 1);
 	wrs[5].wr.atomic.rkey = 0x88;
 	wrs[5].wr.atomic.remote_addr = 0xa000;
 	wrs[5].wr.atomic.compare_add = 11;
 	wrs[5].wr.atomic.swap = 22;
-	wrs[5].sg_list = sg.data();
-	wrs[5].num_sge = 1;
 
 	x()->wr_id = 7;
 	x()->wr_flags = 0;
 	ibv_wr_atomic_fetch_add(x(), 0x99, 0xb000, 33);
 	ibv_wr_set_sge(x(), 0x11, 0x1000, 8);
-	wrs[6] = {};
-	wrs[6].wr_id = 7;
-	wrs[6].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wrs[6] = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 7, sg.data(), 1, 0);
 	wrs[6].wr.atomic.rkey = 0x99;
 	wrs[6].wr.atomic.remote_addr = 0xb000;
 	wrs[6].wr.atomic.compare_add = 33;
-	wrs[6].sg_list = sg.data();
-	wrs[6].num_sge = 1;
 
 	x()->wr_id = 8;
 	x()->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send_inv(x(), 0x4444);
 	ibv_wr_set_sge(x(), 0x11, 0x1000, 8);
-	wrs[7] = {};
-	wrs[7].wr_id = 8;
-	wrs[7].opcode = IBV_WR_SEND_WITH_INV;
-	wrs[7].send_flags = IBV_SEND_SIGNALED;
+	wrs[7] = make_wr(IBV_WR_SEND_WITH_INV, 8, sg.data(), 1);
 	wrs[7].invalidate_rkey = 0x4444;
-	wrs[7].sg_list = sg.data();
-	wrs[7].num_sge = 1;
 
 	/* Nothing visible to the kernel before wr_complete. */
 	EXPECT_EQ(f.sq.producer(), 0U);
@@ -231,14 +196,8 @@ TEST_F(WrApi, SendWithoutDataAndSetterOverride)
 	ASSERT_EQ(ibv_wr_complete(x()), 0);
 
 	std::vector<ibv_send_wr> wrs(2);
-	wrs[0] = {};
-	wrs[0].wr_id = 1;
-	wrs[0].opcode = IBV_WR_SEND;
-	wrs[0].sg_list = sg.data();
-	wrs[0].num_sge = 1;
-	wrs[1] = {};
-	wrs[1].wr_id = 2;
-	wrs[1].opcode = IBV_WR_SEND;
+	wrs[0] = make_wr(IBV_WR_SEND, 1, sg.data(), 1, 0);
+	wrs[1] = make_wr(IBV_WR_SEND, 2, nullptr, 0, 0);
 	post_ref(wrs);
 	/* Inline bytes the SGE replaced stay behind; compare the header. */
 	EXPECT_TRUE(same_bytes(f.sq.slot(0), ref.sq.slot(0), 64 + 16));

@@ -42,25 +42,17 @@ struct XrcSend : ::testing::Test {
 
 TEST_F(XrcSend, RemoteSrqnGoesIntoRemoteQpn)
 {
-	ibv_send_wr wr[3] = {};
-	wr[0].wr_id = 1;
-	wr[0].opcode = IBV_WR_SEND;
-	wr[0].sg_list = &sg;
-	wr[0].num_sge = 1;
+	ibv_send_wr wr[3] = {
+		make_wr(IBV_WR_SEND, 1, &sg, 1, 0),
+		make_wr(IBV_WR_RDMA_WRITE, 2, &sg, 1, 0),
+		make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 3, &sg, 1, 0),
+	};
 	wr[0].qp_type.xrc.remote_srqn = 0x123456;
 	wr[0].next = &wr[1];
-	wr[1].wr_id = 2;
-	wr[1].opcode = IBV_WR_RDMA_WRITE;
-	wr[1].sg_list = &sg;
-	wr[1].num_sge = 1;
 	wr[1].wr.rdma.rkey = 0x77;
 	wr[1].wr.rdma.remote_addr = 0x9000;
 	wr[1].qp_type.xrc.remote_srqn = 0x42;
 	wr[1].next = &wr[2];
-	wr[2].wr_id = 3;
-	wr[2].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-	wr[2].sg_list = &sg;
-	wr[2].num_sge = 1;
 	wr[2].wr.atomic.remote_addr = 0x8000;
 	wr[2].wr.atomic.rkey = 0x66;
 	wr[2].wr.atomic.compare_add = 5;
@@ -340,17 +332,26 @@ sroce_mmap_info make_ring(uint32_t max_wr, uint32_t max_sge)
 	return mi;
 }
 
+/*
+ * A stand-in command was called: counted in count, with the sizes
+ * libibverbs passed noted. What it answers: si->ret (nonzero: nothing done).
+ */
+int si_called(int &count, size_t cmd_size, size_t resp_size)
+{
+	count++;
+	si->cmd_size = cmd_size;
+	si->resp_size = resp_size;
+	return si->ret;
+}
+
 int si_open_xrcd(ibv_context *ctx, verbs_xrcd *x, int vsize,
 		 ibv_xrcd_init_attr * /*attr*/, struct ibv_open_xrcd * /*cmd*/,
 		 size_t cmd_size, ib_uverbs_open_xrcd_resp * /*resp*/,
 		 size_t resp_size)
 {
-	si->opens++;
 	si->vsize = vsize;
-	si->cmd_size = cmd_size;
-	si->resp_size = resp_size;
-	if (si->ret)
-		return si->ret;
+	if (const int r = si_called(si->opens, cmd_size, resp_size))
+		return r;
 	x->xrcd.context = ctx;
 	x->handle = 0x31;
 	return 0;
@@ -367,11 +368,8 @@ int si_create_xsrq(ibv_context *ctx, verbs_srq *s, ibv_srq_init_attr_ex *a,
 		   ibv_create_xsrq * /*cmd*/, size_t cmd_size,
 		   ib_uverbs_create_srq_resp *resp, size_t resp_size)
 {
-	si->xsrqs++;
-	si->cmd_size = cmd_size;
-	si->resp_size = resp_size;
-	if (si->ret)
-		return si->ret;
+	if (const int r = si_called(si->xsrqs, cmd_size, resp_size))
+		return r;
 	EXPECT_EQ(a->srq_type, IBV_SRQT_XRC);
 	s->srq.context = ctx;
 	s->srq_type = IBV_SRQT_XRC;
@@ -421,11 +419,8 @@ int si_create_qp_ex2(ibv_context *ctx, verbs_qp *q, ibv_qp_init_attr_ex *a,
 		     struct ibv_create_qp_ex * /*cmd*/, size_t cmd_size,
 		     ib_uverbs_ex_create_qp_resp * /*resp*/, size_t resp_size)
 {
-	si->qps++;
-	si->cmd_size = cmd_size;
-	si->resp_size = resp_size;
-	if (si->ret)
-		return si->ret;
+	if (const int r = si_called(si->qps, cmd_size, resp_size))
+		return r;
 	q->qp.context = ctx;
 	q->qp.qp_type = a->qp_type;
 	q->qp.qp_num = 0x99;
@@ -436,16 +431,29 @@ int si_open_qp(ibv_context *ctx, verbs_qp *q, int vsize, ibv_qp_open_attr *a,
 	       struct ibv_open_qp * /*cmd*/, size_t cmd_size,
 	       ib_uverbs_create_qp_resp * /*resp*/, size_t resp_size)
 {
-	si->open_qps++;
 	si->vsize = vsize;
-	si->cmd_size = cmd_size;
-	si->resp_size = resp_size;
-	if (si->ret)
-		return si->ret;
+	if (const int r = si_called(si->open_qps, cmd_size, resp_size))
+		return r;
 	q->qp.context = ctx;
 	q->qp.qp_type = a->qp_type;
 	q->qp.qp_num = a->qp_num;
 	return 0;
+}
+
+/* What libibverbs gets to create an XRC SRQ of max_wr WQEs of 2 SGEs. */
+ibv_srq_init_attr_ex xrc_srq_init_attr(ibv_pd *pd, ibv_xrcd *xrcd, ibv_cq *cq,
+				       uint32_t max_wr)
+{
+	ibv_srq_init_attr_ex a{};
+	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+		      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	a.srq_type = IBV_SRQT_XRC;
+	a.pd = pd;
+	a.xrcd = xrcd;
+	a.cq = cq;
+	a.attr.max_wr = max_wr;
+	a.attr.max_sge = 2;
+	return a;
 }
 
 constexpr xrc_cmds si_cmds = {
@@ -482,16 +490,7 @@ struct XrcLifetime : ::testing::Test {
 	}
 	ibv_srq_init_attr_ex xrc_srq_attr()
 	{
-		ibv_srq_init_attr_ex a{};
-		a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-			      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
-		a.srq_type = IBV_SRQT_XRC;
-		a.pd = &pd;
-		a.xrcd = &vx.xrcd;
-		a.cq = &cq;
-		a.attr.max_wr = 5;
-		a.attr.max_sge = 2;
-		return a;
+		return xrc_srq_init_attr(&pd, &vx.xrcd, &cq, 5);
 	}
 };
 
@@ -707,15 +706,7 @@ TEST(XrcCommands, CreateXsrqAsLibibverbsWritesIt)
 	ibv_cq cq{};
 	cq.context = p.context();
 	cq.handle = 0x23;
-	ibv_srq_init_attr_ex a{};
-	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-		      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
-	a.srq_type = IBV_SRQT_XRC;
-	a.pd = &pd;
-	a.xrcd = &vx.xrcd;
-	a.cq = &cq;
-	a.attr.max_wr = 16;
-	a.attr.max_sge = 2;
+	ibv_srq_init_attr_ex a = xrc_srq_init_attr(&pd, &vx.xrcd, &cq, 16);
 
 	/*
 	 * Nobody answers: no ring described, so EPROTO and a destroy (a

@@ -9,6 +9,8 @@
 #   make demo      boot a guest, load sroce, create a device, show it working
 #   make bench     perftest and iperf3 ratios: sroce, rxe, TCP (tools/bench/)
 #   make bench-lossy   goodput under netem loss/jitter/duplication: sroce, rxe, TCP
+#   make bench-insn    executed guest instructions per byte and per message
+#                      (a QEMU plugin counts them): sroce, rxe
 #   make install   module + provider into the system, for the running kernel
 #                  (KVER= another; DESTDIR=, PREFIX= honoured); make uninstall
 #   make deb       Debian packages: sroce-dkms, ibverbs-provider-sroce (build/deb/)
@@ -45,7 +47,7 @@ export KVER
 
 .PHONY: all deps deps-test deps-package deps-check deps-check-test kernel user test \
 	test-host test-vm check check-kernel check-user demo install uninstall deb test-deb clean \
-	proto-test fuzz verbs-tests bench bench-lossy kverbs-test debug-kernel test-debug \
+	proto-test fuzz verbs-tests bench bench-lossy bench-insn bench-insn-tools kverbs-test debug-kernel test-debug \
 	test-debug-inject test-2vm
 
 all: kernel user verbs-tests kverbs-test
@@ -156,6 +158,25 @@ bench: deps-check-test all
 # Goodput under netem loss, jitter and duplication: sroce, rxe, TCP.
 bench-lossy: deps-check-test all
 	$(ROOT)/tools/bench/run.sh --lossy $(BENCH_ARGS)
+
+# Executed guest instructions (kernel, user) per byte and per message:
+# sroce, rxe. The QEMU plugin that counts them and the guest's marker
+# program are built in build/bench/ (no qemu-plugin.h needed:
+# tools/bench/insn/qemu_plugin_api.h declares what the plugin uses).
+BENCH_INSN_TOOLS := $(BUILD)/bench/sroce_insn.so $(BUILD)/bench/insn_mark
+bench-insn: deps-check-test all bench-insn-tools
+	$(ROOT)/tools/bench/run.sh --insn $(BENCH_ARGS)
+
+bench-insn-tools: $(BENCH_INSN_TOOLS)
+
+$(BUILD)/bench/sroce_insn.so: $(ROOT)/tools/bench/insn/sroce_insn.c $(ROOT)/tools/bench/insn/qemu_plugin_api.h
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter $(if $(filter 1,$(WERROR)),-Werror) \
+		-fvisibility=hidden -shared -fPIC -o $@ $<
+
+$(BUILD)/bench/insn_mark: $(ROOT)/tools/bench/insn/insn_mark.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -static -o $@ $<
 
 # make install: the module into /lib/modules/$(KVER)/updates (signed only
 # when the kernel's build tree has its signing key, CONFIG_MODULE_SIG_KEY, as

@@ -44,9 +44,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
 # The traffic here is meant to be killed, not to time out: a 1 s ACK timeout
 # (retry budget 8 s) keeps a TCG guest that stalls now and then from ending
-# it with RETRY_EXC_ERR first. The netem rounds too: their victims once used
-# the 67 ms default, and one under "loss 5% ecn" ended by itself before its
-# kill in CI's debug lane (the output was not kept; ended_early keeps it now).
+# it with RETRY_EXC_ERR first. So do the victims of the netem ECN rounds
+# (one with the 67 ms default ended by itself before its kill in CI's debug
+# lane; its output was not kept: ended_early keeps it now).
 slow=(--ack-timeout 18)
 nsa=${SR_ID}a nsb=${SR_ID}b
 va=${SR_ID}va vb=${SR_ID}vb
@@ -279,8 +279,12 @@ for spec in "loss 100%" "delay 50ms" "loss 5% ecn"; do
 	[[ $spec != *ecn ]] || pacing_knobs on
 	cnp0=$(cnps)
 	noqp0=$(($(sr_hwc "$da" rcvd_no_qp) + $(sr_hwc "$db" rcvd_no_qp)))
+	# Loss and delay: the default 67 ms ACK timeout, so that retransmit
+	# timers fire (and RETRY_EXC_ERR may end a victim) before the kill.
+	victim=()
+	[[ $spec != *ecn ]] || victim=("${slow[@]}")
 	for ((r = 1; r <= netem_rounds; r++)); do
-		spawn "" "$bin" "${slow[@]}" --dev-a "$da" --dev-b "$db" --seed $((seed + r)) \
+		spawn "" "$bin" "${victim[@]}" --dev-a "$da" --dev-b "$db" --seed $((seed + r)) \
 			--iters 1000000 --depth 16 --max-size 16K --timeout 60 >"$tmp/ri" 2>&1
 		pid=$!
 		if [[ $spec == *ecn ]]; then

@@ -278,61 +278,37 @@ static int sroce_comp_read_place(struct sroce_qp *qp,
  * A READ response other than the awaited one (PSN @expect, byte @off of the
  * READ @w): a later one says the awaited one was lost (an implied NAK, once
  * per hole; the READ's last response may ask again), and one that fits
- * where it belongs is placed now. sq_lock held.
+ * where it belongs is placed now (sroce_read_track_ahead()). sq_lock held.
  */
 static enum sroce_comp_verdict
 sroce_comp_read_ahead(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 		      const u8 *payload, struct sroce_wqe_st *st,
 		      struct sroce_send_wqe *w, u32 expect, u32 off)
 {
-	u32 d = max(sroce_psn_diff(pkt->bth.psn, expect), 0);
-	u32 last_d = max(sroce_psn_diff(st->last_psn, expect), 0);
 	enum sroce_comp_verdict v = SROCE_COMP_OK;
-	bool fits;
+	struct sroce_read_ahead ra;
 	int status;
 
-	/* Of the length its position needs, if it is inside the READ. */
-	fits = d && d <= last_d &&
-	       sroce_read_resp_len_ok(pkt->info->pos, pkt->payload_len,
-				      st->resid - d * qp->mtu, qp->mtu);
-	/* A later response: the one expected was lost (once). */
-	if (sroce_read_resp_gap(pkt->bth.psn, expect, qp->req.psn_hi,
-				qp->comp.rr_gap, qp->comp.rr_gap_psn)) {
-		qp->comp.rr_gap = true;
-		qp->comp.rr_reasked = false;
-		qp->comp.rr_lasts = 0;
-		qp->comp.rr_gap_psn = expect;
+	ra = sroce_read_track_ahead(&qp->comp.rr, pkt->bth.psn, pkt->info->pos,
+				    pkt->payload_len, expect, st->last_psn,
+				    st->resid, qp->mtu, qp->req.psn_hi,
+				    st->state == SROCE_WQE_SENT);
+	if (ra.ask) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
 		v = SROCE_COMP_RETRY;
-	} else if (d == last_d && pkt->info->pos == SROCE_POS_LAST &&
-		   fits) {
-		/* The READ's last response, past the hole. */
-		if (qp->comp.rr_lasts < U8_MAX)
-			qp->comp.rr_lasts++;
-		if (sroce_read_resp_reask(qp->comp.rr_lasts,
-					  st->state == SROCE_WQE_SENT,
-					  expect, qp->comp.rr_gap,
-					  qp->comp.rr_gap_psn,
-					  qp->comp.rr_reasked)) {
-			qp->comp.rr_reasked = true;
-			sroce_stat_inc(qp->sdev, SROCE_CNT_IMPLIED_NAK);
-			v = SROCE_COMP_RETRY;
-		}
 	}
-	/* Ahead of the awaited one: in place now, if it fits. */
-	if (!fits || !sroce_read_resp_ahead(pkt->info->pos, d, last_d,
-					    qp->comp.rr_have)) {
+	if (!ra.place) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_COMPLETER_DROP);
 		return v;
 	}
-	status = sroce_comp_read_place(qp, w, off + d * qp->mtu,
+	status = sroce_comp_read_place(qp, w, off + ra.d * qp->mtu,
 				       payload, pkt->payload_len);
 	if (status) {
 		st->state = SROCE_WQE_DONE;
 		st->status = status;
 		return SROCE_COMP_FATAL;
 	}
-	qp->comp.rr_have |= 1ULL << (d - 1);
+	sroce_read_track_placed(&qp->comp.rr, ra.d);
 	return v;
 }
 
@@ -358,10 +334,7 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 	if (!st)
 		goto drop;
 	w = sroce_sq_shadow(qp, idx);
-	if (qp->comp.rr_idx != idx) {
-		qp->comp.rr_idx = idx;
-		qp->comp.rr_have = 0;
-	}
+	sroce_read_track_at(&qp->comp.rr, idx);
 	off = sroce_wqe_len(w) - st->resid;
 	expect = sroce_read_resp_psn(st->first_psn, off, qp->mtu);
 	if (pkt->bth.psn != expect)
@@ -376,7 +349,7 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 		goto fail;
 	st->resid -= pkt->payload_len;
 	/* The ones after it that were in place already. */
-	for (k = sroce_ahead_run(&qp->comp.rr_have); k; k--)
+	for (k = sroce_read_track_took(&qp->comp.rr); k; k--)
 		st->resid -= min(st->resid, qp->mtu);
 	sroce_comp_progress(qp);
 	/*
@@ -388,7 +361,7 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 		st->state = SROCE_WQE_DONE;
 		st->status = IB_WC_SUCCESS;
 		qp->comp.psn = sroce_psn_add(st->last_psn, 1);
-		qp->comp.rr_have = 0;
+		sroce_read_track_done(&qp->comp.rr);
 	}
 	if (reposted)
 		sroce_comp_rewind(qp);
@@ -667,11 +640,7 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	qp->comp.psn = 0;
 	qp->comp.rnr_wait = false;
 	qp->comp.nak_rewound = false;
-	qp->comp.rr_gap = false;
-	qp->comp.rr_reasked = false;
-	qp->comp.rr_lasts = 0;
-	qp->comp.rr_idx = 0;
-	qp->comp.rr_have = 0;
+	memset(&qp->comp.rr, 0, sizeof(qp->comp.rr));
 	qp->comp.backoff = 0;
 	qp->comp.window = SROCE_GBN_MAX_WINDOW;
 }

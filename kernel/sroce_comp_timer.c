@@ -131,7 +131,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 						    qp->attr.timeout,
 						    qp->attr.retry_cnt);
 
-		qp->comp.rr_gap = false;
+		sroce_read_track_rewound(&qp->comp.rr);
 		/*
 		 * The peer may just be slower than the timeout: wait longer
 		 * next time, and resend a little before the rest (sroce_gbn.h).
@@ -185,7 +185,7 @@ static void sroce_comp_probe_timeout(struct timer_list *t)
 	}
 	sroce_stat_inc(qp->sdev, SROCE_CNT_TLP);
 	qp->comp.probes++;
-	qp->comp.rr_gap = false;
+	sroce_read_track_rewound(&qp->comp.rr);
 	sroce_gbn_window_restart(&qp->comp.window);
 	sroce_comp_rewind(qp);
 	spin_unlock_bh(&qp->sq_lock);

@@ -33,6 +33,7 @@
 #include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
 
+#include "proto/sroce_completer.h"
 #include "proto/sroce_gbn.h"
 #include "proto/sroce_responder.h"
 #include "sroce_cc.h"
@@ -198,17 +199,8 @@ struct sroce_qp {
 		/* Went back for a NAK of oldest PSN nak_psn, no progress since. */
 		bool nak_rewound;
 		u32 nak_psn;
-		/* A READ re-requested at this PSN after a response gap. */
-		bool rr_gap;
-		bool rr_reasked;	/* and once more after its last response */
-		u8 rr_lasts;		/* the READ's last responses since */
-		u32 rr_gap_psn;
-		/*
-		 * The READ at SQ index rr_idx: which responses after the one
-		 * awaited are in place already (sroce_read_resp_ahead()).
-		 */
-		u32 rr_idx;
-		u64 rr_have;
+		/* The READ whose responses are awaited (sroce_completer.h). */
+		struct sroce_read_track rr;
 		struct timer_list retrans_timer;
 		struct timer_list probe_timer;
 		struct timer_list rnr_timer;

@@ -284,4 +284,107 @@ static inline bool sroce_read_resp_reask(u32 lasts, bool sent, u32 expect,
 	return asked && asked_psn == expect && !reasked && sent && lasts >= 2;
 }
 
+/*
+ * What the completer keeps about the READ whose responses it awaits
+ * (sroce_comp.c's comp.rr): which ones after the awaited one are in place,
+ * and the once-only asks of the two rules above.
+ */
+struct sroce_read_track {
+	u64 have;	/* bit i: awaited + 1 + i is in place */
+	u32 idx;	/* the READ's SQ index */
+	u32 gap_psn;	/* asked for again from this PSN after a gap */
+	u8 lasts;	/* the READ's last responses since */
+	bool gap;	/* a gap was seen and asked for */
+	bool reasked;	/* and asked once more after the READ's last */
+};
+
+/* The READ at SQ index @idx is awaited: what was in place was another's. */
+static inline void sroce_read_track_at(struct sroce_read_track *t, u32 idx)
+{
+	if (t->idx != idx) {
+		t->idx = idx;
+		t->have = 0;
+	}
+}
+
+/*
+ * Gone back (an ACK timeout, a probe, a sequence NAK's rewind): whatever
+ * gap comes next is asked for afresh.
+ */
+static inline void sroce_read_track_rewound(struct sroce_read_track *t)
+{
+	t->gap = false;
+}
+
+/* What to do with a response that is not the awaited one. */
+struct sroce_read_ahead {
+	bool ask;	/* ask again from the awaited PSN (an implied NAK) */
+	bool place;	/* place it now at @d MTUs past the awaited one */
+	u32 d;
+};
+
+/*
+ * A response with PSN @psn at position @pos carrying @len bytes came while
+ * @expect was awaited, with @resid bytes of the READ (whose last response
+ * is @last_psn) still missing from @expect on; @next is the next PSN the
+ * requester will send and @sent says the READ's request (or re-request)
+ * went out. Applies the gap and re-ask rules once each and says whether
+ * the response fits where it belongs; sroce_read_track_placed() records
+ * it once placed.
+ */
+static inline struct sroce_read_ahead
+sroce_read_track_ahead(struct sroce_read_track *t, u32 psn,
+		       enum sroce_op_pos pos, u32 len, u32 expect, u32 last_psn,
+		       u32 resid, u32 mtu, u32 next, bool sent)
+{
+	s32 dd = sroce_psn_diff(psn, expect), ld = sroce_psn_diff(last_psn, expect);
+	u32 last_d = ld > 0 ? (u32)ld : 0;
+	struct sroce_read_ahead r;
+	bool fits;
+
+	r.ask = false;
+	r.d = dd > 0 ? (u32)dd : 0;
+	/* Of the length its position needs, if it is inside the READ. */
+	fits = r.d && r.d <= last_d &&
+	       sroce_read_resp_len_ok(pos, len, resid - r.d * mtu, mtu);
+	if (sroce_read_resp_gap(psn, expect, next, t->gap, t->gap_psn)) {
+		t->gap = true;
+		t->reasked = false;
+		t->lasts = 0;
+		t->gap_psn = expect;
+		r.ask = true;
+	} else if (r.d == last_d && pos == SROCE_POS_LAST && fits) {
+		if (t->lasts < 255)
+			t->lasts++;
+		if (sroce_read_resp_reask(t->lasts, sent, expect, t->gap,
+					  t->gap_psn, t->reasked)) {
+			t->reasked = true;
+			r.ask = true;
+		}
+	}
+	r.place = fits && sroce_read_resp_ahead(pos, r.d, last_d, t->have);
+	return r;
+}
+
+/* The response @d past the awaited one is in place. */
+static inline void sroce_read_track_placed(struct sroce_read_track *t, u32 d)
+{
+	t->have |= 1ULL << (d - 1);
+}
+
+/*
+ * The awaited response is in place: how many after it were in place
+ * already (done with now too); the awaited PSN moves past them all.
+ */
+static inline u32 sroce_read_track_took(struct sroce_read_track *t)
+{
+	return sroce_ahead_run(&t->have);
+}
+
+/* The READ is complete: nothing is in place ahead of anything. */
+static inline void sroce_read_track_done(struct sroce_read_track *t)
+{
+	t->have = 0;
+}
+
 #endif /* SROCE_COMPLETER_H */

@@ -344,22 +344,20 @@ static void fuzz_gbn(struct in *in)
 }
 
 /*
- * The completer's once-only decisions, as the kernel keeps their state: a
+ * The completer's once-only go-back, as the kernel keeps its state: a
  * sequence NAK is gone back for once per oldest PSN until progress or an
- * RNR NAK (sroce_comp.c), and a READ's awaited response is asked for once
- * more at most once (sroce_comp_read_ahead()).
+ * RNR NAK (sroce_comp.c). The READ's asks: fuzz_read_track().
  */
 static void fuzz_completer_once(struct in *in)
 {
-	bool rewound = false, reasked = false;
-	u32 oldest = take_psn(in), nak_psn = 0, expect = take_psn(in);
-	u32 psn = take_psn(in), lasts = 0;
-	int steps = 64, backs = 0, reasks = 0;
+	bool rewound = false;
+	u32 oldest = take_psn(in), nak_psn = 0, psn = take_psn(in);
+	int steps = 64, backs = 0;
 
 	CHECK(!sroce_ack_implies_nak(psn, sroce_psn_add(psn, 1)));
 	CHECK(sroce_ack_implies_nak(psn, sroce_psn_add(psn, 2)));
 	while (in->n && steps--) {
-		switch (take(in, 1) % 4) {
+		switch (take(in, 1) % 3) {
 		case 0:	/* a sequence NAK of the oldest unacknowledged PSN */
 			if (sroce_nak_repeats(rewound, nak_psn, oldest)) {
 				/* never the first since progress or RNR */
@@ -375,20 +373,71 @@ static void fuzz_completer_once(struct in *in)
 			rewound = false;
 			backs = 0;
 			break;
-		case 2:	/* an RNR NAK: the responder awaits the PSN afresh */
+		default: /* an RNR NAK: the responder awaits the PSN afresh */
 			rewound = false;
 			backs = 0;
 			break;
-		default: /* the READ's last response, past the hole */
-			lasts++;
-			if (sroce_read_resp_reask(lasts, take(in, 1) & 1,
-						  expect, true, expect,
-						  reasked)) {
-				CHECK(lasts >= 2);
-				reasked = true;
-				CHECK(++reasks == 1);
-			}
-			break;
+		}
+	}
+}
+
+/*
+ * A READ's responses in any order, lost, duplicated, of any length, with
+ * rewinds between (sroce_read_track_ahead(), the state the completer keeps):
+ * the awaited PSN is asked for again once per gap and once more after the
+ * READ's last response at most, until a rewind; nothing is placed twice,
+ * outside the bitmap, past the READ's end or at the wrong length.
+ */
+static void fuzz_read_track(struct in *in)
+{
+	struct sroce_read_track t = { 0 };
+	u32 first = take_psn(in), mtu = take_mtu(in);
+	u32 npsn = 1 + take(in, 1), last_len = 1 + take(in, 2) % mtu;
+	u32 last = sroce_psn_add(first, npsn - 1), got = 0, asked_at = 0;
+	int steps = 96, asks = 0;
+
+	while (in->n && steps-- && got < npsn) {
+		u32 expect = sroce_psn_add(first, got);
+		u32 resid = (npsn - 1 - got) * mtu + last_len;
+		u32 psn = sroce_psn_add(expect, take(in, 1) % (npsn + 4) - 2);
+		u8 pos = take(in, 1) % 4;
+		u32 len = take(in, 1) & 1 ? take(in, 2) : mtu;
+		bool sent = take(in, 1) & 1, reasked = t.reasked;
+		struct sroce_read_ahead r;
+
+		if (take(in, 1) % 8 == 0) {	/* a rewind */
+			sroce_read_track_rewound(&t);
+			asks = 0;
+			continue;
+		}
+		if (psn == expect) {		/* the awaited one, placed */
+			got += 1 + sroce_read_track_took(&t);
+			continue;
+		}
+		r = sroce_read_track_ahead(&t, psn, (enum sroce_op_pos)pos, len,
+					   expect, last, resid, mtu,
+					   sroce_psn_add(last, 1), sent);
+		if (r.ask) {
+			if (asked_at != expect)
+				asks = 0;
+			asked_at = expect;
+			/* once per gap, and once more after the READ's last */
+			CHECK(++asks <= 2);
+			CHECK(t.gap && t.gap_psn == expect);
+			if (t.reasked && !reasked)
+				CHECK(asks == 2 && psn == last && sent &&
+				      t.lasts >= 2);
+			else
+				CHECK(asks == 1 && !t.reasked && !t.lasts &&
+				      sroce_psn_diff(psn, expect) > 0);
+		}
+		if (r.place) {
+			CHECK(r.d >= 1 && r.d <= SROCE_AHEAD_MAX);
+			CHECK(sroce_psn_diff(psn, last) <= 0);
+			CHECK(!sroce_ahead_has(t.have, r.d));
+			CHECK(pos == (psn == last ? SROCE_POS_LAST : SROCE_POS_MIDDLE));
+			CHECK(len == (psn == last ? last_len : mtu));
+			sroce_read_track_placed(&t, r.d);
 		}
 	}
 }
@@ -608,7 +657,7 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 
 	if (!size)
 		return 0;
-	switch (take(&in, 1) % 8) {
+	switch (take(&in, 1) % 9) {
 	case 0:
 		fuzz_read_retries(&in);
 		break;
@@ -629,6 +678,9 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		break;
 	case 6:
 		fuzz_timers(&in);
+		break;
+	case 8:
+		fuzz_read_track(&in);
 		break;
 	default:
 		fuzz_wr(&in);

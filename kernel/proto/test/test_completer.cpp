@@ -341,4 +341,94 @@ TEST(CompleterRead, TheReRequestsLastResponsePastTheHoleAsksOnceMore)
 			<< c.why;
 }
 
+// The tracker applies those rules to the READ as its responses come, each
+// ask once: awaiting 12 of a READ whose last response is 20, MTU 1024,
+// 9 KiB still missing (12 to 19 full, 20 the last 1 KiB), 21 next to send.
+struct ReadTrack {
+	sroce_read_track t{};
+	sroce_read_ahead r{};
+
+	void resp(uint32_t psn, sroce_op_pos pos, uint32_t len = 1024,
+		  bool sent = true)
+	{
+		r = sroce_read_track_ahead(&t, psn, pos, len, 12, 20, 9 * 1024,
+					   1024, 21, sent);
+		if (r.place)
+			sroce_read_track_placed(&t, r.d);
+	}
+};
+
+TEST(CompleterRead, TheTrackerAsksOncePerGapAndOnceMoreAfterTheLast)
+{
+	const sroce_op_pos M = SROCE_POS_MIDDLE, L = SROCE_POS_LAST;
+	ReadTrack rt;
+
+	rt.resp(13, M);
+	EXPECT_TRUE(rt.r.ask) << "13 before 12: 12 was lost, ask again";
+	EXPECT_TRUE(rt.r.place) << "13 fits where it belongs: placed now";
+	EXPECT_EQ(rt.r.d, 1u);
+	rt.resp(14, M);
+	EXPECT_FALSE(rt.r.ask) << "the same gap: asked already";
+	EXPECT_TRUE(rt.r.place);
+	rt.resp(14, M);
+	EXPECT_FALSE(rt.r.place) << "14 again: a duplicate";
+	rt.resp(20, L, 1024);
+	EXPECT_FALSE(rt.r.ask) << "the old stream's last: the re-request may still fill 12";
+	EXPECT_TRUE(rt.r.place);
+	rt.resp(20, L, 1024, false);
+	EXPECT_FALSE(rt.r.ask) << "the re-request not sent yet";
+	rt.resp(20, L, 1024);
+	EXPECT_TRUE(rt.r.ask) << "the re-request's last came and 12 is still missing: once more";
+	EXPECT_FALSE(rt.r.place) << "20 in place already";
+	rt.resp(20, L, 1024);
+	EXPECT_FALSE(rt.r.ask) << "only once more";
+	EXPECT_EQ(sroce_read_track_took(&rt.t), 2u) << "12 placed: 13 and 14 taken with it";
+
+	sroce_read_track_rewound(&rt.t);
+	rt.resp(16, M);
+	EXPECT_TRUE(rt.r.ask) << "after a rewind a gap is asked for afresh";
+}
+
+TEST(CompleterRead, TheTrackerPlacesOnlyWhatFits)
+{
+	const sroce_op_pos M = SROCE_POS_MIDDLE, L = SROCE_POS_LAST;
+	struct {
+		uint32_t psn;
+		sroce_op_pos pos;
+		uint32_t len;
+		bool place;
+		const char *why;
+	} cases[] = {
+		{13, M, 1024, true, "a full MIDDLE ahead"},
+		{13, M, 1000, false, "a short MIDDLE"},
+		{20, L, 1024, true, "the LAST with the READ's last KiB"},
+		{20, L, 512, false, "a LAST of the wrong length"},
+		{21, L, 1024, false, "past the READ's last response"},
+		{12, M, 1024, false, "the awaited one is not ahead"},
+		{11, M, 1024, false, "an earlier one"},
+	};
+	for (auto c : cases) {
+		ReadTrack rt;
+
+		rt.resp(c.psn, c.pos, c.len);
+		EXPECT_EQ(rt.r.place, c.place) << c.why;
+	}
+}
+
+// Another READ awaited: what was in place was the last one's.
+TEST(CompleterRead, TheTrackerForgetsAnotherREADsResponses)
+{
+	ReadTrack rt;
+
+	sroce_read_track_at(&rt.t, 3);
+	rt.resp(13, SROCE_POS_MIDDLE);
+	sroce_read_track_at(&rt.t, 3);
+	EXPECT_EQ(rt.t.have, 1u) << "the same READ keeps them";
+	sroce_read_track_at(&rt.t, 4);
+	EXPECT_EQ(rt.t.have, 0u) << "another READ starts afresh";
+	rt.resp(13, SROCE_POS_MIDDLE);
+	sroce_read_track_done(&rt.t);
+	EXPECT_EQ(rt.t.have, 0u) << "a completed READ leaves nothing ahead";
+}
+
 } // namespace

@@ -489,6 +489,18 @@ int parse_args(int argc, char **argv, CommonOptions &o, const char *shortopts, s
 	return -1;
 }
 
+int parse_args(const char *prog, int argc, char **argv, CommonOptions &o, const char *shortopts,
+	       std::initializer_list<option> extra, void (*usage)(FILE *),
+	       const std::function<bool(int c, const char *arg)> &own)
+{
+	try {
+		return parse_args(argc, argv, o, shortopts, extra, usage, own);
+	} catch (const std::exception &e) {
+		std::fprintf(stderr, "%s: bad argument: %s\n", prog, e.what());
+		return 2;
+	}
+}
+
 const char *const kCommonUsage =
 	"  --dev-a NAME, --dev-b NAME  the two devices (default: the first device; B: A's)\n"
 	"  --gid-a N|auto, --gid-b N|auto\n"

@@ -187,6 +187,11 @@ extern const char *const kCommonUsage;
 // own or parse_common_opt); the caller says so.
 int parse_args(int argc, char **argv, CommonOptions &o, const char *shortopts, std::initializer_list<option> extra,
 	       void (*usage)(FILE *), const std::function<bool(int c, const char *arg)> &own);
+// The same for program prog, saying a bad value itself: "PROG: bad
+// argument: WHAT" on stderr, exit status 2 (it throws nothing).
+int parse_args(const char *prog, int argc, char **argv, CommonOptions &o, const char *shortopts,
+	       std::initializer_list<option> extra, void (*usage)(FILE *),
+	       const std::function<bool(int c, const char *arg)> &own);
 
 // A size: a number (decimal, 0x hex) with an optional binary suffix K, M or
 // G (also k, m, g, KiB, MiB, GiB). Throws Error on anything else, or if it
@@ -279,6 +284,18 @@ CaseCounts run_cases(const Case (&cases)[N], const std::vector<std::string> &nam
 		(ok ? n.passed : n.failed)++;
 	}
 	return n;
+}
+
+// A signaled send WR of the one SGE sge (opcode op, id wr_id), the rest zero.
+inline ibv_send_wr signaled_wr(uint64_t wr_id, ibv_sge &sge, ibv_wr_opcode op)
+{
+	ibv_send_wr w{};
+	w.wr_id = wr_id;
+	w.sg_list = &sge;
+	w.num_sge = 1;
+	w.opcode = op;
+	w.send_flags = IBV_SEND_SIGNALED;
+	return w;
 }
 
 // --- completions ----------------------------------------------------------------

@@ -147,46 +147,41 @@ int main(int argc, char **argv)
 		O_BUGS,
 		O_GENTLE
 	};
-	try {
-		int rc = parse_args(argc, argv, o.c, "h",
-				    {{"case", required_argument, nullptr, O_CASE},
-				     {"list", no_argument, nullptr, O_LIST},
-				     {"group", required_argument, nullptr, O_GROUP},
-				     {"seed", required_argument, nullptr, O_SEED},
-				     {"fuzz-rounds", required_argument, nullptr, O_FUZZ},
-				     {"mutate-iters", required_argument, nullptr, O_MUT},
-				     {"race-seconds", required_argument, nullptr, O_RACE},
-				     {"qps", required_argument, nullptr, O_QPS},
-				     {"mrs", required_argument, nullptr, O_MRS},
-				     {"no-max", no_argument, nullptr, O_NOSRQ},
-				     {"no-victim", no_argument, nullptr, O_NOVIC},
-				     {"known-bugs", no_argument, nullptr, O_BUGS},
-				     {"gentle", no_argument, nullptr, O_GENTLE}},
-				    usage, [&](int ch, const char *arg) {
-					    switch (ch) {
-					    case O_CASE: o.cases.push_back(arg); break;
-					    case O_LIST: o.list = true; break;
-					    case O_GROUP: o.group = arg; break;
-					    case O_SEED: o.seed = std::stoull(arg, nullptr, 0); break;
-					    case O_FUZZ: o.fuzz_rounds = std::stoi(arg); break;
-					    case O_MUT: o.mutate_iters = std::stoi(arg); break;
-					    case O_RACE: o.race_seconds = std::stod(arg); break;
-					    case O_QPS: o.qps = std::stoi(arg); break;
-					    case O_MRS: o.mrs = std::stoi(arg); break;
-					    case O_NOSRQ: o.to_max = false; break;
-					    case O_NOVIC: o.victim = false; break;
-					    case O_BUGS: o.known_bugs = true; break;
-					    case O_GENTLE: o.known_bugs = false; break;
-					    default: return false;
-					    }
-					    return true;
-				    });
-		if (rc >= 0)
-			return rc;
-	} catch (const std::exception &e) {
-		std::fprintf(stderr, "hostile_ring: bad argument: %s\n", e.what());
-		return 2;
-	}
+	if (int rc = parse_args("hostile_ring", argc, argv, o.c, "h",
+				{{"case", required_argument, nullptr, O_CASE},
+				 {"list", no_argument, nullptr, O_LIST},
+				 {"group", required_argument, nullptr, O_GROUP},
+				 {"seed", required_argument, nullptr, O_SEED},
+				 {"fuzz-rounds", required_argument, nullptr, O_FUZZ},
+				 {"mutate-iters", required_argument, nullptr, O_MUT},
+				 {"race-seconds", required_argument, nullptr, O_RACE},
+				 {"qps", required_argument, nullptr, O_QPS},
+				 {"mrs", required_argument, nullptr, O_MRS},
+				 {"no-max", no_argument, nullptr, O_NOSRQ},
+				 {"no-victim", no_argument, nullptr, O_NOVIC},
+				 {"known-bugs", no_argument, nullptr, O_BUGS},
+				 {"gentle", no_argument, nullptr, O_GENTLE}},
+				usage, [&](int ch, const char *arg) {
+					switch (ch) {
+					case O_CASE: o.cases.push_back(arg); break;
+					case O_LIST: o.list = true; break;
+					case O_GROUP: o.group = arg; break;
+					case O_SEED: o.seed = std::stoull(arg, nullptr, 0); break;
+					case O_FUZZ: o.fuzz_rounds = std::stoi(arg); break;
+					case O_MUT: o.mutate_iters = std::stoi(arg); break;
+					case O_RACE: o.race_seconds = std::stod(arg); break;
+					case O_QPS: o.qps = std::stoi(arg); break;
+					case O_MRS: o.mrs = std::stoi(arg); break;
+					case O_NOSRQ: o.to_max = false; break;
+					case O_NOVIC: o.victim = false; break;
+					case O_BUGS: o.known_bugs = true; break;
+					case O_GENTLE: o.known_bugs = false; break;
+					default: return false;
+					}
+					return true;
+				});
+	    rc >= 0)
+		return rc;
 	if (o.group != "ring" && o.group != "limits" && o.group != "all") {
 		usage(stderr);
 		return 2;

@@ -345,12 +345,7 @@ void case_qp_pairs(Ctx &c, Checker &chk)
 			ibv_qp *sq = side ? qb[i].get() : qa[i].get();
 			ibv_sge s{(side ? c.bbuf.addr() : c.abuf.addr()) + kScratch / 2 + off, len,
 				  side ? c.bmr->lkey : c.amr->lkey};
-			ibv_send_wr w{}, *bad = nullptr;
-			w.wr_id = static_cast<uint64_t>(i);
-			w.sg_list = &s;
-			w.num_sge = 1;
-			w.opcode = IBV_WR_SEND;
-			w.send_flags = IBV_SEND_SIGNALED;
+			ibv_send_wr w = signaled_wr(static_cast<uint64_t>(i), s, IBV_WR_SEND), *bad = nullptr;
 			post_ok &= ibv_post_send(sq, &w, &bad) == 0;
 		}
 	}
@@ -416,12 +411,7 @@ void case_mr_10k(Ctx &c, Checker &chk)
 				    0xc0000 + static_cast<uint64_t>(i), 0);
 			size_t off = (static_cast<size_t>(i) * 64) % (page - len);
 			ibv_sge s{c.abuf.addr() + static_cast<size_t>(i % 4096) * len, len, c.amr->lkey};
-			ibv_send_wr w{}, *b = nullptr;
-			w.wr_id = static_cast<uint64_t>(i);
-			w.sg_list = &s;
-			w.num_sge = 1;
-			w.opcode = IBV_WR_RDMA_WRITE;
-			w.send_flags = IBV_SEND_SIGNALED;
+			ibv_send_wr w = signaled_wr(static_cast<uint64_t>(i), s, IBV_WR_RDMA_WRITE), *b = nullptr;
 			w.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(mrs[static_cast<size_t>(i)]->addr) + off;
 			w.wr.rdma.rkey = mrs[static_cast<size_t>(i)]->rkey;
 			if (ibv_post_send(k->a.get(), &w, &b)) {
@@ -456,11 +446,7 @@ void case_mr_10k(Ctx &c, Checker &chk)
 	chk.pass(strf("all %d deregistered (%.1f s)", n, secs_since(t0)));
 	// A WRITE through a deregistered R_Key is refused.
 	ibv_sge s{c.abuf.addr(), len, c.amr->lkey};
-	ibv_send_wr w{}, *b = nullptr;
-	w.sg_list = &s;
-	w.num_sge = 1;
-	w.opcode = IBV_WR_RDMA_WRITE;
-	w.send_flags = IBV_SEND_SIGNALED;
+	ibv_send_wr w = signaled_wr(0, s, IBV_WR_RDMA_WRITE), *b = nullptr;
 	w.wr.rdma = {old_addr, old_rkey};
 	std::memset(big.data(), 0, page);
 	ibv_post_send(k->a.get(), &w, &b);

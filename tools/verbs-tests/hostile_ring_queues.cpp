@@ -32,12 +32,7 @@ void case_cq_consumer(Ctx &c, Checker &chk)
 		fill_stream(c.abuf.data(), 512, tag, 0);
 		k.b_recv(tag, c.bbuf.addr(), 512, c.bmr->lkey);
 		ibv_sge s{c.abuf.addr(), 512, c.amr->lkey};
-		ibv_send_wr w{}, *bad = nullptr;
-		w.wr_id = tag;
-		w.sg_list = &s;
-		w.num_sge = 1;
-		w.opcode = IBV_WR_SEND;
-		w.send_flags = IBV_SEND_SIGNALED;
+		ibv_send_wr w = signaled_wr(tag, s, IBV_WR_SEND), *bad = nullptr;
 		return ibv_post_send(k.a.get(), &w, &bad);
 	};
 	for (auto &v : vs) {

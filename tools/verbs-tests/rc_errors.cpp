@@ -126,12 +126,7 @@ void post_recv(Endpoint &ep, const Buffer &buf, ibv_mr *mr, uint64_t wr_id, size
 ibv_send_wr good_write(Pair &p, ibv_sge &sge, uint64_t wr_id, size_t off)
 {
 	sge = {p.abuf.addr() + off, 64, p.amr->lkey};
-	ibv_send_wr wr{};
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
+	ibv_send_wr wr = signaled_wr(wr_id, sge, IBV_WR_RDMA_WRITE);
 	wr.wr.rdma.remote_addr = p.bbuf.addr() + off;
 	wr.wr.rdma.rkey = p.bmr->rkey;
 	return wr;
@@ -309,12 +304,7 @@ void run_error(Env &env, Pair &p, const Expect &x, const std::function<ibv_send_
 ibv_send_wr mk(ibv_sge &sge, uint64_t addr, uint32_t len, uint32_t lkey, ibv_wr_opcode opc)
 {
 	sge = {addr, len, lkey};
-	ibv_send_wr wr{};
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = opc;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	return wr;
+	return signaled_wr(0, sge, opc);
 }
 
 constexpr uint32_t kKeyXor = 0x5a5a5a5a;
@@ -599,27 +589,22 @@ int main(int argc, char **argv)
 {
 	Options o;
 	enum { O_CASE = 256, O_LIST, O_BOUND, O_COMPAT };
-	try {
-		int rc = parse_args(argc, argv, o, "h",
-				    {{"case", required_argument, nullptr, O_CASE},
-				     {"list", no_argument, nullptr, O_LIST},
-				     {"retry-bound", required_argument, nullptr, O_BOUND},
-				     {"rxe-compat", no_argument, nullptr, O_COMPAT}},
-				    usage, [&](int c, const char *arg) {
-					    switch (c) {
-					    case O_CASE: o.cases.push_back(arg); return true;
-					    case O_LIST: o.list = true; return true;
-					    case O_BOUND: o.retry_bound = std::stod(arg); return true;
-					    case O_COMPAT: o.rxe_compat = true; return true;
-					    default: return false;
-					    }
-				    });
-		if (rc >= 0)
-			return rc;
-	} catch (const std::exception &e) {
-		std::fprintf(stderr, "rc_errors: bad argument: %s\n", e.what());
-		return 2;
-	}
+	if (int rc = parse_args("rc_errors", argc, argv, o, "h",
+				{{"case", required_argument, nullptr, O_CASE},
+				 {"list", no_argument, nullptr, O_LIST},
+				 {"retry-bound", required_argument, nullptr, O_BOUND},
+				 {"rxe-compat", no_argument, nullptr, O_COMPAT}},
+				usage, [&](int c, const char *arg) {
+					switch (c) {
+					case O_CASE: o.cases.push_back(arg); return true;
+					case O_LIST: o.list = true; return true;
+					case O_BOUND: o.retry_bound = std::stod(arg); return true;
+					case O_COMPAT: o.rxe_compat = true; return true;
+					default: return false;
+					}
+				});
+	    rc >= 0)
+		return rc;
 	if (int rc = list_or_check_cases("rc_errors", kCases, 28, o.list, o.cases); rc >= 0)
 		return rc;
 	CaseCounts n = run_cases(kCases, o.cases, [&](const Case &k) {

@@ -344,6 +344,20 @@ std::unique_ptr<Op> Test::make_op(uint64_t id)
 			what};
 		op->checks.push_back(std::move(c));
 	};
+	// Like local_window, on the responder's slot rs (base_r, rend).
+	auto remote_window = [&](const char *what, std::vector<Piece> pieces) {
+		op->checks.push_back({!op->dir, rs, base_r - kGuard, std::min(rend + kGuard, data_area_),
+				      std::move(pieces), what});
+	};
+	// An RDMA WRITE's target or READ's source: op->len bytes at base_r.
+	auto rdma_window = [&](const char *what) {
+		op->roff = base_r;
+		rend = base_r + op->len;
+		std::vector<Piece> msg;
+		if (op->len)
+			msg.push_back({base_r, op->len, 0});
+		remote_window(what, std::move(msg));
+	};
 
 	switch (op->kind) {
 	case K_SEND:
@@ -369,16 +383,9 @@ std::unique_ptr<Op> Test::make_op(uint64_t id)
 				p.len = std::min<size_t>(p.len, op->len - p.msg_off);
 				data.push_back(p);
 			}
-			op->checks.push_back({!op->dir, rs, base_r - kGuard, std::min(rend + kGuard, data_area_),
-					      std::move(data), "receive buffer"});
+			remote_window("receive buffer", std::move(data));
 		} else {
-			op->roff = base_r;
-			rend = base_r + op->len;
-			std::vector<Piece> tgt;
-			if (op->len)
-				tgt.push_back({base_r, op->len, 0});
-			op->checks.push_back({!op->dir, rs, base_r - kGuard, std::min(rend + kGuard, data_area_),
-					      std::move(tgt), "RDMA write target"});
+			rdma_window("RDMA write target");
 			if (op->kind == K_WRITE_IMM) {
 				op->has_recv = true;
 				// Receive SGEs that a WRITE_WITH_IMM must leave alone.
@@ -402,13 +409,7 @@ std::unique_ptr<Op> Test::make_op(uint64_t id)
 				     std::min<size_t>({req.cap.max_send_sge, opt_.max_sge,
 						       static_cast<size_t>(std::max(req.dattr.max_sge_rd, 1))}),
 				     op->len, base_l, &lend);
-		op->roff = base_r;
-		rend = base_r + op->len;
-		std::vector<Piece> src;
-		if (op->len)
-			src.push_back({base_r, op->len, 0});
-		op->checks.push_back({!op->dir, rs, base_r - kGuard, std::min(rend + kGuard, data_area_),
-				      std::move(src), "RDMA read source"});
+		rdma_window("RDMA read source");
 		local_window("RDMA read sink", op->lpieces);
 		break;
 	}

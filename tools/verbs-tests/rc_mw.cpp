@@ -903,12 +903,7 @@ void c_t1_key_as_lkey(Env &e)
 	int rc = ibv_post_recv(f.a->qp.get(), &rwr, &rbad);
 	c.expect(rc == 0, strf("A: ibv_post_recv returned %d", rc));
 	ibv_sge ss{f.baddr(kW1Off), 64, k};
-	ibv_send_wr swr{}, *bad = nullptr;
-	swr.wr_id = 0x5252;
-	swr.opcode = IBV_WR_SEND;
-	swr.send_flags = IBV_SEND_SIGNALED;
-	swr.sg_list = &ss;
-	swr.num_sge = 1;
+	ibv_send_wr swr = signaled_wr(0x5252, ss, IBV_WR_SEND), *bad = nullptr;
 	rc = ibv_post_send(f.b->qp.get(), &swr, &bad);
 	if (c.expect(rc == 0, strf("B: ibv_post_send returned %d", rc)))
 		f.finish_local(swr.wr_id, 0, IBV_WC_SEND, IBV_WC_LOC_PROT_ERR); // also: A got nothing
@@ -1293,26 +1288,21 @@ int main(int argc, char **argv)
 {
 	Options o;
 	enum { O_CASE = 256, O_LIST, O_NOCNT };
-	try {
-		int rc = parse_args(argc, argv, o, "vh",
-				    {{"case", required_argument, nullptr, O_CASE},
-				     {"list", no_argument, nullptr, O_LIST},
-				     {"no-counters", no_argument, nullptr, O_NOCNT}},
-				    usage, [&](int c, const char *arg) {
-					    switch (c) {
-					    case O_CASE: o.cases.push_back(arg); return true;
-					    case O_LIST: o.list = true; return true;
-					    case O_NOCNT: o.counters = false; return true;
-					    case 'v': o.verbose = true; return true;
-					    default: return false;
-					    }
-				    });
-		if (rc >= 0)
-			return rc;
-	} catch (const std::exception &e) {
-		std::fprintf(stderr, "rc_mw: bad argument: %s\n", e.what());
-		return 2;
-	}
+	if (int rc = parse_args("rc_mw", argc, argv, o, "vh",
+				{{"case", required_argument, nullptr, O_CASE},
+				 {"list", no_argument, nullptr, O_LIST},
+				 {"no-counters", no_argument, nullptr, O_NOCNT}},
+				usage, [&](int c, const char *arg) {
+					switch (c) {
+					case O_CASE: o.cases.push_back(arg); return true;
+					case O_LIST: o.list = true; return true;
+					case O_NOCNT: o.counters = false; return true;
+					case 'v': o.verbose = true; return true;
+					default: return false;
+					}
+				});
+	    rc >= 0)
+		return rc;
 	if (int rc = list_or_check_cases("rc_mw", kCases, 20, o.list, o.cases); rc >= 0)
 		return rc;
 	unsigned checks = 0;

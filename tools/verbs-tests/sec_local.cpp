@@ -204,12 +204,7 @@ std::string rc_send_check(const Options &o, const DevSpec &da, const DevSpec &db
 			if (int rc = ibv_post_recv(l.dst->qp.get(), &rwr, &rbad))
 				return strf("ibv_post_recv: %s", errno_name(rc));
 			ibv_sge ss{reinterpret_cast<uintptr_t>(l.sbuf), static_cast<uint32_t>(l.len), l.smr->lkey};
-			ibv_send_wr swr{};
-			swr.wr_id = 9;
-			swr.sg_list = &ss;
-			swr.num_sge = 1;
-			swr.opcode = IBV_WR_SEND;
-			swr.send_flags = IBV_SEND_SIGNALED;
+			ibv_send_wr swr = signaled_wr(9, ss, IBV_WR_SEND);
 			ibv_send_wr *sbad;
 			if (int rc = ibv_post_send(l.src->qp.get(), &swr, &sbad))
 				return strf("ibv_post_send: %s", errno_name(rc));
@@ -284,44 +279,39 @@ int main(int argc, char **argv)
 	std::vector<std::string> cases;
 	bool list = false;
 	enum { O_CASE = 256, O_LIST, O_SECS, O_MINOPS, O_RMIN, O_RMAX, O_DEPTH, O_ACK, O_FILE, O_CG, O_SEED };
-	try {
-		int rc = vt::parse_args(
-			argc, argv, o, "vh",
-			{{"case", required_argument, nullptr, O_CASE},
-			 {"list", no_argument, nullptr, O_LIST},
-			 {"seconds", required_argument, nullptr, O_SECS},
-			 {"min-ops", required_argument, nullptr, O_MINOPS},
-			 {"read-min", required_argument, nullptr, O_RMIN},
-			 {"read-max", required_argument, nullptr, O_RMAX},
-			 {"depth", required_argument, nullptr, O_DEPTH},
-			 {"ack-timeout", required_argument, nullptr, O_ACK},
-			 {"file", required_argument, nullptr, O_FILE},
-			 {"cgroup", required_argument, nullptr, O_CG},
-			 {"seed", required_argument, nullptr, O_SEED}},
-			usage, [&](int c, const char *arg) {
-				switch (c) {
-				case O_CASE: cases.push_back(arg); break;
-				case O_LIST: list = true; break;
-				case O_SECS: o.seconds = std::stod(arg); break;
-				case O_MINOPS: o.min_ops = std::stoul(arg); break;
-				case O_RMIN: o.read_min = vt::parse_size(arg); break;
-				case O_RMAX: o.read_max = vt::parse_size(arg); break;
-				case O_DEPTH: o.depth = std::clamp<unsigned>(std::stoul(arg), 1, 16); break;
-				case O_ACK: o.ack_timeout = static_cast<uint8_t>(std::min(31ul, std::stoul(arg))); break;
-				case O_FILE: o.file = arg; break;
-				case O_CG: o.cgroup = arg; break;
-				case O_SEED: o.seed = std::stoull(arg, nullptr, 0); break;
-				case 'v': o.verbose = true; break;
-				default: return false;
-				}
-				return true;
-			});
-		if (rc >= 0)
-			return rc;
-	} catch (const std::exception &e) {
-		std::fprintf(stderr, "sec_local: bad argument: %s\n", e.what());
-		return 2;
-	}
+	if (int rc = vt::parse_args(
+		"sec_local", argc, argv, o, "vh",
+		{{"case", required_argument, nullptr, O_CASE},
+		 {"list", no_argument, nullptr, O_LIST},
+		 {"seconds", required_argument, nullptr, O_SECS},
+		 {"min-ops", required_argument, nullptr, O_MINOPS},
+		 {"read-min", required_argument, nullptr, O_RMIN},
+		 {"read-max", required_argument, nullptr, O_RMAX},
+		 {"depth", required_argument, nullptr, O_DEPTH},
+		 {"ack-timeout", required_argument, nullptr, O_ACK},
+		 {"file", required_argument, nullptr, O_FILE},
+		 {"cgroup", required_argument, nullptr, O_CG},
+		 {"seed", required_argument, nullptr, O_SEED}},
+		usage, [&](int c, const char *arg) {
+			switch (c) {
+			case O_CASE: cases.push_back(arg); break;
+			case O_LIST: list = true; break;
+			case O_SECS: o.seconds = std::stod(arg); break;
+			case O_MINOPS: o.min_ops = std::stoul(arg); break;
+			case O_RMIN: o.read_min = vt::parse_size(arg); break;
+			case O_RMAX: o.read_max = vt::parse_size(arg); break;
+			case O_DEPTH: o.depth = std::clamp<unsigned>(std::stoul(arg), 1, 16); break;
+			case O_ACK: o.ack_timeout = static_cast<uint8_t>(std::min(31ul, std::stoul(arg))); break;
+			case O_FILE: o.file = arg; break;
+			case O_CG: o.cgroup = arg; break;
+			case O_SEED: o.seed = std::stoull(arg, nullptr, 0); break;
+			case 'v': o.verbose = true; break;
+			default: return false;
+			}
+			return true;
+		});
+	    rc >= 0)
+		return rc;
 	if ((!list && cases.empty()) || o.read_min < 4096 || o.read_max < o.read_min) {
 		usage(stderr);
 		return 2;

@@ -54,12 +54,7 @@ ibv_wc_status rdma_op(Endpoint &a, ibv_wr_opcode op, void *laddr, uint32_t len, 
 		      uint32_t rkey)
 {
 	ibv_sge s{reinterpret_cast<uintptr_t>(laddr), len, lkey};
-	ibv_send_wr w{};
-	w.wr_id = 1;
-	w.sg_list = &s;
-	w.num_sge = 1;
-	w.opcode = op;
-	w.send_flags = IBV_SEND_SIGNALED;
+	ibv_send_wr w = signaled_wr(1, s, op);
 	w.wr.rdma.remote_addr = raddr;
 	w.wr.rdma.rkey = rkey;
 	ibv_send_wr *bad;

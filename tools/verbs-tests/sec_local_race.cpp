@@ -237,12 +237,7 @@ void case_read_modify_race(const Options &o, Verdict &v)
 				uint8_t *d = sink.data() + i * o.read_max;
 				std::memset(d, 0xcd, sl.len);
 				ibv_sge sge{reinterpret_cast<uintptr_t>(d), static_cast<uint32_t>(sl.len), dmr->lkey};
-				ibv_send_wr w{};
-				w.wr_id = i;
-				w.sg_list = &sge;
-				w.num_sge = 1;
-				w.opcode = IBV_WR_RDMA_READ;
-				w.send_flags = IBV_SEND_SIGNALED;
+				ibv_send_wr w = signaled_wr(i, sge, IBV_WR_RDMA_READ);
 				w.wr.rdma.remote_addr = src.addr() + sl.off;
 				w.wr.rdma.rkey = smr->rkey;
 				ibv_send_wr *badw;

@@ -567,12 +567,7 @@ void case_xrc_srq_churn(const Options &o, Verdict &v)
 					std::memcpy(m, &h, sizeof(h));
 					fill_stream(m + kHdr, h.len - kHdr, h.tag, 0);
 					ibv_sge sge{reinterpret_cast<uintptr_t>(m), h.len, smr->lkey};
-					ibv_send_wr w{};
-					w.wr_id = s;
-					w.sg_list = &sge;
-					w.num_sge = 1;
-					w.opcode = IBV_WR_SEND;
-					w.send_flags = IBV_SEND_SIGNALED;
+					ibv_send_wr w = signaled_wr(s, sge, IBV_WR_SEND);
 					w.qp_type.xrc.remote_srqn = srqn;
 					ibv_send_wr *badw;
 					if (int rc = ibv_post_send(ini.get(), &w, &badw))

@@ -58,6 +58,18 @@ sr_module_use() {
 	defer sr_module_release
 }
 
+# sr_module_own: for a test that loads and unloads sroce.ko itself: it
+# starts with the module unloaded (unloading it now if it is loaded, and
+# loading it again at exit then), and leaves it unloaded otherwise.
+sr_module_own() {
+	if _sroce_loaded; then
+		log "sroce.ko is loaded; unloading it for this test (reloaded at exit)"
+		check rmmod sroce
+		defer sroce_load
+	fi
+	defer_quiet rmmod sroce
+}
+
 # sr_module_release: rmmod sroce, waiting for asynchronous device removals
 # (netdev or namespace deletion) to finish first.
 sr_module_release() {
@@ -113,6 +125,45 @@ sr_hwc() { cat "$SR_SYS/$1/ports/1/hw_counters/$2"; }
 # the device's namespace.
 sr_link_field() {
 	ns_exec "${SR_NS_OF[$1]:-}" rdma link show "$1/1" -j | jq -r ".[0].$2 // empty"
+}
+
+# sr_pkts_mark DEV...: remember the devices' sent_pkts and rcvd_pkts (for
+# sr_pkts_moved); fails the test if a device has no such counters.
+declare -A SR_SENT0=() SR_RCVD0=()
+sr_pkts_mark() {
+	local d
+	for d in "$@"; do
+		SR_SENT0[$d]=$(sr_hwc "$d" sent_pkts)
+		SR_RCVD0[$d]=$(sr_hwc "$d" rcvd_pkts)
+		[[ -n "${SR_SENT0[$d]}" && -n "${SR_RCVD0[$d]}" ]] || fail "no sent_pkts/rcvd_pkts counters for $d"
+	done
+}
+
+# sr_pkts_moved DEV...: both counters of each device went up since
+# sr_pkts_mark; fails the test (or its linear case) otherwise.
+sr_pkts_moved() {
+	local d s r
+	for d in "$@"; do
+		s=$(sr_hwc "$d" sent_pkts)
+		r=$(sr_hwc "$d" rcvd_pkts)
+		log "$d: sent_pkts ${SR_SENT0[$d]} -> $s, rcvd_pkts ${SR_RCVD0[$d]} -> $r"
+		((s > SR_SENT0[$d])) || fail "$d: sent_pkts did not move"
+		((r > SR_RCVD0[$d])) || fail "$d: rcvd_pkts did not move"
+	done
+}
+
+# sr_asyncwatch DEV: ibv_asyncwatch -d DEV in the background, its output in
+# the file $events, its PID $watcher (killed at exit); returns once it
+# watches, or fails the test.
+# shellcheck disable=SC2034 # the variables are the caller's
+sr_asyncwatch() {
+	events=$(mktemp)
+	defer rm -f "$events"
+	ibv_asyncwatch -d "$1" >"$events" 2>&1 &
+	watcher=$!
+	defer_quiet kill "$watcher"
+	wait_for "grep -q 'async event FD' $events" 10 ||
+		fail "ibv_asyncwatch -d $1 did not start: $(cat "$events")"
 }
 
 # sr_expect_eq WHAT GOT WANT
@@ -460,6 +511,25 @@ sr_untrapped() {
 	"$@"
 }
 
+# sr_run_prog_tap LIMIT WHAT BIN ARGS...: one run of a verbs test program
+# that prints "PASS NAME" / "FAIL NAME" lines (rc_errors, rc_mw) under
+# timeout LIMIT; its output is shown, each of those lines is a sub-case
+# "WHAT: NAME" (pass_fail_to_tap), and a failed run adds "WHAT (exit N)" to
+# $SR_PROG_FAILED. Uses the caller's $tmp.
+SR_PROG_FAILED=()
+# shellcheck disable=SC2154 # $tmp is the caller's
+sr_run_prog_tap() {
+	local limit=$1 what=$2 bin=$3 rc=0
+	shift 3
+	log "### $what"
+	log "+ $bin $*"
+	timeout "$limit" "$bin" "$@" >"$tmp/out" 2>&1 || rc=$?
+	cat "$tmp/out"
+	[[ $rc == 0 ]] || SR_PROG_FAILED+=("$what (exit $rc)")
+	pass_fail_to_tap <"$tmp/out" >"$tmp/tap"
+	subtests_from_tap "$tmp/tap" "$what" "$rc"
+}
+
 # sr_rping NS_S ADDR NS_C SERVER_SECS CLIENT_SECS DIR [RPING_ARGS...]: an
 # rping server on ADDR in namespace NS_S and, once its RDMA CM ID listens, a
 # client from NS_C, both with RPING_ARGS and each under its time limit;
@@ -622,6 +692,71 @@ sr_pp_topology() {
 	ga6=$(sr_gid_of "$da" "$v6a") gb6=$(sr_gid_of "$db" "$v6b")
 	gl4=$(sr_gid_of "$dl" "$v4l") gl6=$(sr_gid_of "$dl" "$v6l")
 	log "GIDs: $da v4 #$ga4 v6 #$ga6; $db v4 #$gb4 v6 #$gb6; $dl v4 #$gl4 v6 #$gl6"
+}
+
+# sr_pp_begin PROG FIRST_PORT: what a pingpong test (rc_, uc_, ud_,
+# srq_pingpong.sh) needs before its topology: root, the test VM, the
+# programs (PROG among them); $tmp (removed at exit), $failures (0) and
+# $next_port (FIRST_PORT), which sr_pp uses.
+# shellcheck disable=SC2034 # the variables are the caller's
+sr_pp_begin() {
+	[[ $EUID == 0 ]] || skip "needs root"
+	[[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
+	require_cmd ip rdma ss jq "$1" ibv_devinfo timeout
+	tmp=$(mktemp -d)
+	defer rm -rf "$tmp"
+	failures=0
+	next_port=$2
+}
+
+# sr_pp_mtu4096: raise the MTU of sr_pp_topology's $mtu_dev and $mtu_peer to
+# 9000 and wait until $da and $db report active_mtu 4096 (or fail).
+sr_pp_mtu4096() {
+	local d ns
+	_ns_ip "${mtu_dev[0]}" link set "${mtu_dev[1]}" mtu 9000
+	[[ ${#mtu_peer[@]} == 0 ]] || _ns_ip "${mtu_peer[0]}" link set "${mtu_peer[1]}" mtu 9000
+	for d in "$da" "$db"; do
+		ns=$nsa
+		[[ $d == "$da" ]] || ns=$nsb
+		wait_for "ns_exec $ns ibv_devinfo -d $d | grep -q 'active_mtu:[[:space:]]*4096'" 10 ||
+			fail "$d: active_mtu is not 4096 with netdev MTU 9000: $(ns_exec "$ns" ibv_devinfo -d "$d" | grep mtu)"
+	done
+	log "ok: active_mtu 4096 on $da and $db"
+}
+
+# sr_pp_e2e NAME LIMIT: build/user/tests/NAME (sroce_e2e_ud, sroce_e2e_srq)
+# on the loopback device $dl with its IPv4 and IPv6 GIDs, under timeout
+# LIMIT; its TAP lines are sub-cases "NAME: ..."; a failed run counts in
+# the caller's $failures and shows the kernel log. Skipped if not built.
+# shellcheck disable=SC2154 # $tmp is the caller's
+sr_pp_e2e() {
+	local name=$1 limit=$2 e2e=$SROCE_ROOT/build/user/tests/$1 rc=0
+	if [[ ! -x $e2e ]]; then
+		subtest_skip "$name" "build/user/tests/$name is not built (make user)"
+		return 0
+	fi
+	log "=== $name on $dl, IPv4 and IPv6 GIDs"
+	log "+ [$nsl] $e2e $dl $gl4 $gl6"
+	ns_exec "$nsl" timeout "$limit" "$e2e" "$dl" "$gl4" "$gl6" >"$tmp/e2e" 2>&1 || rc=$?
+	if [[ $rc == 0 ]]; then
+		sed 's/^/  /' "$tmp/e2e"
+	else
+		failures=$((failures + 1))
+		sed 's/^/  e2e| /' "$tmp/e2e"
+		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
+	fi
+	subtests_from_tap "$tmp/e2e" "$name" "$rc"
+}
+
+# sr_pp_end WHAT: the end of a pingpong test: show the kernel log's lines
+# about sroce since sr_dmesg_mark, and fail if the caller's $failures counted
+# any; WHAT names the runs ("ibv_rc_pingpong run(s)").
+sr_pp_end() {
+	if sr_dmesg_since | grep -qi sroce; then
+		log "kernel log lines about sroce during the test:"
+		sr_dmesg_since | grep -i sroce | tail -n 20 | sed 's/^/  dmesg| /'
+	fi
+	[[ $failures == 0 ]] || fail "$failures $1 failed (see NOT OK above)"
 }
 
 # sr_pp PROG SRV_TIMEOUT CLI_TIMEOUT TAG SIZE ITERS NQP SNS SDEV SGID CNS CDEV

@@ -25,41 +25,19 @@ sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not 
 sr_vt_topology 79
 
 
-declare -A sent0 rcvd0
-for d in "$da" "$db" "$dl"; do
-	sent0[$d]=$(sr_hwc "$d" sent_pkts)
-	rcvd0[$d]=$(sr_hwc "$d" rcvd_pkts)
-	[[ -n "${sent0[$d]}" && -n "${rcvd0[$d]}" ]] || fail "no sent_pkts/rcvd_pkts counters for $d"
-done
+sr_pkts_mark "$da" "$db" "$dl"
 
-failed=()
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
-errors() { # DESCRIPTION ARGS...
-	local what=$1 rc=0
-	shift
-	log "### $what"
-	log "+ $bin $*"
-	timeout 200 "$bin" "$@" >"$tmp/out" 2>&1 || rc=$?
-	cat "$tmp/out"
-	[[ $rc == 0 ]] || failed+=("$what (exit $rc)")
-	pass_fail_to_tap <"$tmp/out" >"$tmp/tap"
-	subtests_from_tap "$tmp/tap" "$what" "$rc"
-}
+errors() { sr_run_prog_tap 200 "$1" "$bin" "${@:2}"; } # DESCRIPTION ARGS...
 
 errors "two devices, IPv4, polling" --dev-a "$da" --dev-b "$db"
 errors "two devices, IPv6, completion events" --dev-a "$da" --dev-b "$db" --ipv6 --use-event
 errors "loopback on one device, IPv4" --dev-a "$dl" --dev-b "$dl"
 
 subtest_begin "device counters moved"
-for d in "$da" "$db" "$dl"; do
-	s=$(sr_hwc "$d" sent_pkts)
-	r=$(sr_hwc "$d" rcvd_pkts)
-	log "$d: sent_pkts ${sent0[$d]} -> $s, rcvd_pkts ${rcvd0[$d]} -> $r"
-	((s > sent0[$d])) || fail "$d: sent_pkts did not move"
-	((r > rcvd0[$d])) || fail "$d: rcvd_pkts did not move"
-done
+sr_pkts_moved "$da" "$db" "$dl"
 
 subtest_end
-((${#failed[@]} == 0)) || fail "rc_errors failed: $(printf '%s; ' "${failed[@]}")"
+((${#SR_PROG_FAILED[@]} == 0)) || fail "rc_errors failed: $(printf '%s; ' "${SR_PROG_FAILED[@]}")"
 log "all rc_errors runs passed"

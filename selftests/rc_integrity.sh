@@ -46,12 +46,7 @@ sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not 
 sr_vt_topology 77 v6l
 
 
-declare -A sent0 rcvd0
-for d in "$da" "$db" "$dl"; do
-	sent0[$d]=$(sr_hwc "$d" sent_pkts)
-	rcvd0[$d]=$(sr_hwc "$d" rcvd_pkts)
-	[[ -n "${sent0[$d]}" && -n "${rcvd0[$d]}" ]] || fail "no sent_pkts/rcvd_pkts counters for $d"
-done
+sr_pkts_mark "$da" "$db" "$dl"
 
 # --- runs ------------------------------------------------------------------------
 
@@ -124,12 +119,6 @@ done
 # --- counters --------------------------------------------------------------------
 
 subtest_begin "device counters moved"
-for d in "$da" "$db" "$dl"; do
-	s=$(sr_hwc "$d" sent_pkts)
-	r=$(sr_hwc "$d" rcvd_pkts)
-	log "$d: sent_pkts ${sent0[$d]} -> $s, rcvd_pkts ${rcvd0[$d]} -> $r"
-	((s > sent0[$d])) || fail "$d: sent_pkts did not move"
-	((r > rcvd0[$d])) || fail "$d: rcvd_pkts did not move"
-done
+sr_pkts_moved "$da" "$db" "$dl"
 subtest_end
 log "all rc_integrity runs passed"

@@ -33,20 +33,9 @@ for d in "$da" "$db" "$dl"; do
 	[[ -r "$SR_SYS/$d/ports/1/hw_counters/rem_access_nak_sent" ]] || fail "$d has no hw counter rem_access_nak_sent"
 done
 
-failed=()
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
-mw() { # DESCRIPTION ARGS...
-	local what=$1 rc=0
-	shift
-	log "### $what"
-	log "+ $bin $*"
-	timeout 400 "$bin" "$@" >"$tmp/out" 2>&1 || rc=$?
-	cat "$tmp/out"
-	[[ $rc == 0 ]] || failed+=("$what (exit $rc)")
-	pass_fail_to_tap <"$tmp/out" >"$tmp/tap"
-	subtests_from_tap "$tmp/tap" "$what" "$rc"
-}
+mw() { sr_run_prog_tap 400 "$1" "$bin" "${@:2}"; } # DESCRIPTION ARGS...
 
 mw "two devices, IPv4, polling" --dev-a "$da" --dev-b "$db"
 sr_more_case "two devices, IPv6, completion events" &&
@@ -68,5 +57,5 @@ done
 ((${#cfailed[@]} == 0)) || fail "$(printf '%s; ' "${cfailed[@]}")"
 subtest_end
 
-((${#failed[@]} == 0)) || fail "rc_mw failed: $(printf '%s; ' "${failed[@]}")"
+((${#SR_PROG_FAILED[@]} == 0)) || fail "rc_mw failed: $(printf '%s; ' "${SR_PROG_FAILED[@]}")"
 log "all rc_mw runs passed"

@@ -26,15 +26,7 @@ SR_TAG=pp
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 backend=${SROCE_RC_BACKEND:-sroce}
-[[ $EUID == 0 ]] || skip "needs root"
-[[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
-require_cmd ip rdma ss jq ibv_rc_pingpong ibv_devinfo timeout
-
-tmp=$(mktemp -d)
-defer rm -rf "$tmp"
-failures=0
-# shellcheck disable=SC2034 # sr_pp (lib_sroce.sh) takes ports from it
-next_port=18600
+sr_pp_begin ibv_rc_pingpong 18600
 
 # --- topology ---------------------------------------------------------------------
 # Each "side" of an exchange: namespace, device, GID index, and (for the
@@ -83,23 +75,11 @@ pp4 mtu1024-64k 65536 20 -c -m 1024
 pp6 mtu1024-v6-4k 4096 50 -c -m 1024
 
 log "=== path MTU 4096 (netdev MTU 9000)"
-_ns_ip "${mtu_dev[0]}" link set "${mtu_dev[1]}" mtu 9000
-[[ ${#mtu_peer[@]} == 0 ]] || _ns_ip "${mtu_peer[0]}" link set "${mtu_peer[1]}" mtu 9000
-for d in "$da" "$db"; do
-	ns=$nsa
-	[[ $d == "$da" ]] || ns=$nsb
-	wait_for "ns_exec $ns ibv_devinfo -d $d | grep -q 'active_mtu:[[:space:]]*4096'" 10 ||
-		fail "$d: active_mtu is not 4096 with netdev MTU 9000: $(ns_exec "$ns" ibv_devinfo -d "$d" | grep mtu)"
-done
-log "ok: active_mtu 4096 on $da and $db"
+sr_pp_mtu4096
 pp4 mtu4096-4k 4096 50 -c -m 4096
 pp4 mtu4096-64k 65536 20 -c -m 4096
 pp4 mtu4096-1m 1048576 6 -c -m 4096
 pp6 mtu4096-v6-64k 65536 20 -c -m 4096 -e
 
-if sr_dmesg_since | grep -qi sroce; then
-	log "kernel log lines about sroce during the test:"
-	sr_dmesg_since | grep -i sroce | tail -n 20 | sed 's/^/  dmesg| /'
-fi
-[[ $failures == 0 ]] || fail "$failures ibv_rc_pingpong run(s) failed (see NOT OK above)"
+sr_pp_end "ibv_rc_pingpong run(s)"
 log "all ibv_rc_pingpong runs passed on $backend"

@@ -16,12 +16,7 @@ installed=/lib/modules/$(uname -r)/updates/sroce.ko
 [[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM"
 require_cmd ip rdma ss jq modinfo depmod
 
-if _sroce_loaded; then
-	log "sroce.ko is loaded; unloading it for this test (reloaded at exit)"
-	check rmmod sroce
-	defer sroce_load
-fi
-defer_quiet rmmod sroce
+sr_module_own
 modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel
 subtest_begin "module alias rdma-link-sroce, found by modprobe"
 alias=$(modinfo -F alias "$(sroce_module_path)")

@@ -19,12 +19,7 @@ ns_create "$ns"
 sr_dummy "$ns" "$dev"
 sr_link_add "$ns" "$name" "$dev"
 
-events=$(mktemp)
-defer rm -f "$events"
-ibv_asyncwatch -d "$name" >"$events" 2>&1 &
-watcher=$!
-defer_quiet kill "$watcher"
-wait_for "grep -q 'async event FD' $events" 10 || fail "ibv_asyncwatch did not start: $(cat "$events")"
+sr_asyncwatch "$name"
 
 subtest_begin "rdma link delete with the device open does not block"
 ns_exec "$ns" rdma link delete "$name" &

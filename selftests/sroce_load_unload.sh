@@ -23,12 +23,7 @@ ns=$SR_ID dev=${SR_ID}d name=${SR_ID}ib mac=02:5a:00:00:10:01
 require_cmd ip rdma ss jq
 
 # This test owns the module: it must start unloaded. Restore the state found.
-if _sroce_loaded; then
-	log "sroce.ko is loaded; unloading it for this test (reloaded at exit)"
-	check rmmod sroce
-	defer sroce_load
-fi
-defer_quiet rmmod sroce
+sr_module_own
 
 ns_create "$ns"
 sr_dummy "$ns" "$dev" "$mac"

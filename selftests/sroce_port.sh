@@ -24,13 +24,7 @@ sr_expect_eq "link_layer" "$(sr_port_attr "$name" link_layer)" "Ethernet"
 provider=0
 if sr_have_provider && command -v ibv_asyncwatch >/dev/null; then
 	provider=1
-	events=$(mktemp)
-	defer rm -f "$events"
-	ibv_asyncwatch -d "$name" >"$events" 2>&1 &
-	watcher=$!
-	defer_quiet kill "$watcher"
-	wait_for "grep -q 'async event FD' $events" 10 ||
-		fail "ibv_asyncwatch -d $name did not start: $(cat "$events")"
+	sr_asyncwatch "$name"
 else
 	log "NOTE: provider (build/user/libsroce-rdmav<N>.so) or ibv_asyncwatch missing: async events and active_mtu NOT checked"
 fi

@@ -23,12 +23,7 @@ ns1=${SR_ID}1 ns2=${SR_ID}2 ns3=${SR_ID}3
 [[ $EUID == 0 ]] || skip "needs root"
 [[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM"
 require_cmd ip rdma ss jq
-if _sroce_loaded; then
-	log "sroce.ko is loaded; unloading it for this test (reloaded at exit)"
-	check rmmod sroce
-	defer sroce_load
-fi
-defer_quiet rmmod sroce
+sr_module_own
 
 ns_create "$ns1"
 ns_create "$ns2"
@@ -79,12 +74,7 @@ uverbs=$(basename "$(ls -d "$SR_SYS/$name/device/infiniband_verbs/"* 2>/dev/null
 		[[ $(cat "$u/ibdev" 2>/dev/null) == "$name" ]] && echo "$u"; done)")
 [[ -n $uverbs && -e /dev/infiniband/$uverbs ]] || fail "no uverbs node for $name (found '$uverbs')"
 log "$name: /dev/infiniband/$uverbs"
-events=$(mktemp)
-defer rm -f "$events"
-ibv_asyncwatch -d "$name" >"$events" 2>&1 &
-watcher=$!
-defer_quiet kill "$watcher"
-wait_for "grep -q 'async event FD' $events" 10 || fail "ibv_asyncwatch did not start: $(cat "$events")"
+sr_asyncwatch "$name"
 # ibv_rc_pingpong creates its PD, MR, CQ and QP, then waits for a client on
 # TCP: a process with resources on the device, blocked in user space.
 pp_out=$(mktemp)

@@ -30,15 +30,7 @@ SR_TAG=srq
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
-[[ $EUID == 0 ]] || skip "needs root"
-[[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
-require_cmd ip rdma ss jq ibv_srq_pingpong ibv_devinfo timeout
-
-tmp=$(mktemp -d)
-defer rm -rf "$tmp"
-failures=0
-# shellcheck disable=SC2034 # sr_pp (lib_sroce.sh) takes ports from it
-next_port=18800
+sr_pp_begin ibv_srq_pingpong 18800
 
 # --- topology ---------------------------------------------------------------------
 sr_pp_topology sroce
@@ -80,27 +72,7 @@ sr_more_case lo-v6-q4-64k && ppl6 lo-v6-q4-64k 65536 40 4 -c
 ppl6 lo-v6-q16-events 64 400 16 -c -e
 
 # sroce_e2e_srq (user/tests/e2e_srq.cpp): what ibv_srq_pingpong cannot see.
-e2e=$SROCE_ROOT/build/user/tests/sroce_e2e_srq
-if [[ -x $e2e ]]; then
-	log "=== sroce_e2e_srq on $dl, IPv4 and IPv6 GIDs"
-	log "+ [$nsl] $e2e $dl $gl4 $gl6"
-	rc=0
-	ns_exec "$nsl" timeout 300 "$e2e" "$dl" "$gl4" "$gl6" >"$tmp/e2e" 2>&1 || rc=$?
-	if [[ $rc == 0 ]]; then
-		sed 's/^/  /' "$tmp/e2e"
-	else
-		failures=$((failures + 1))
-		sed 's/^/  e2e| /' "$tmp/e2e"
-		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
-	fi
-	subtests_from_tap "$tmp/e2e" sroce_e2e_srq "$rc"
-else
-	subtest_skip sroce_e2e_srq "build/user/tests/sroce_e2e_srq is not built (make user)"
-fi
+sr_pp_e2e sroce_e2e_srq 300
 
-if sr_dmesg_since | grep -qi sroce; then
-	log "kernel log lines about sroce during the test:"
-	sr_dmesg_since | grep -i sroce | tail -n 20 | sed 's/^/  dmesg| /'
-fi
-[[ $failures == 0 ]] || fail "$failures srq_pingpong check(s) failed (see NOT OK above)"
+sr_pp_end "srq_pingpong check(s)"
 log "all ibv_srq_pingpong runs and sroce_e2e_srq passed"

@@ -24,15 +24,7 @@ SR_TAG=uc
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
-[[ $EUID == 0 ]] || skip "needs root"
-[[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
-require_cmd ip rdma ss jq ibv_uc_pingpong ibv_devinfo timeout
-
-tmp=$(mktemp -d)
-defer rm -rf "$tmp"
-failures=0
-# shellcheck disable=SC2034 # sr_pp (lib_sroce.sh) takes ports from it
-next_port=18900
+sr_pp_begin ibv_uc_pingpong 18900
 
 # --- topology ---------------------------------------------------------------------
 sr_pp_topology sroce
@@ -76,22 +68,10 @@ sr_more_case lo-v6-64k && ppl6 lo-v6-64k 65536 30 -c
 ppl6 lo-v6-events 100 200 -c -e
 
 log "=== path MTU 4096 (netdev MTU 9000)"
-_ns_ip "$nsa" link set "$va" mtu 9000
-_ns_ip "$nsb" link set "$vb" mtu 9000
-for d in "$da" "$db"; do
-	ns=$nsa
-	[[ $d == "$da" ]] || ns=$nsb
-	wait_for "ns_exec $ns ibv_devinfo -d $d | grep -q 'active_mtu:[[:space:]]*4096'" 10 ||
-		fail "$d: active_mtu is not 4096 with netdev MTU 9000: $(ns_exec "$ns" ibv_devinfo -d "$d" | grep mtu)"
-done
-log "ok: active_mtu 4096 on $da and $db"
+sr_pp_mtu4096
 sr_more_case mtu4096-4k && pp4 mtu4096-4k 4096 50 -c -m 4096
 pp4 mtu4096-64k 65536 20 -c -m 4096
 pp6 mtu4096-v6-64k 65536 20 -c -m 4096 -e
 
-if sr_dmesg_since | grep -qi sroce; then
-	log "kernel log lines about sroce during the test:"
-	sr_dmesg_since | grep -i sroce | tail -n 20 | sed 's/^/  dmesg| /'
-fi
-[[ $failures == 0 ]] || fail "$failures ibv_uc_pingpong run(s) failed (see NOT OK above)"
+sr_pp_end "ibv_uc_pingpong run(s)"
 log "all ibv_uc_pingpong runs passed"

@@ -30,28 +30,17 @@ require_cmd mckey timeout stdbuf
 require_module rdma_ucm
 sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
-nsa=${SR_ID}a nsb=${SR_ID}b
-va=${SR_ID}va vb=${SR_ID}vb
-da=${SR_ID}0 db=${SR_ID}1
 v4a=192.0.2.1 v4b=192.0.2.2 v6a=2001:db8::1 v6b=2001:db8::2
 count=20
 
-ns_create "$nsa"
-ns_create "$nsb"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add "$v4a/24" dev "$va"
-check ip -n "$nsb" addr add "$v4b/24" dev "$vb"
-check ip -n "$nsa" addr add "$v6a/64" dev "$va" nodad
-check ip -n "$nsb" addr add "$v6b/64" dev "$vb" nodad
+sr_veth_topology "$v4a" "$v4b" "$v6a" "$v6b"
 # Multicast needs a route out of the sender's namespace.
 check ip -n "$nsa" route add 224.0.0.0/4 dev "$va"
 check ip -n "$nsb" route add 224.0.0.0/4 dev "$vb"
-sr_link_add "$nsa" "$da" "$va"
-sr_link_add "$nsb" "$db" "$vb"
-for x in "$da $v4a" "$db $v4b" "$da $v6a" "$db $v6b"; do
-	# shellcheck disable=SC2086
-	wait_for "sr_gid_index $x" 10 || fail "no RoCE v2 GID: $x"
-done
+sr_wait_gid "$da" "$v4a"
+sr_wait_gid "$db" "$v4b"
+sr_wait_gid "$da" "$v6a"
+sr_wait_gid "$db" "$v6b"
 
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"

@@ -33,15 +33,7 @@ SR_TAG=ud
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 backend=${SROCE_UD_BACKEND:-sroce}
-[[ $EUID == 0 ]] || skip "needs root"
-[[ -n "${SROCE_IN_GUEST:-}" ]] || skip "runs only in the test VM (tools/vm/run -- selftests/run.sh)"
-require_cmd ip rdma ss jq ibv_ud_pingpong ibv_devinfo timeout
-
-tmp=$(mktemp -d)
-defer rm -rf "$tmp"
-failures=0
-# shellcheck disable=SC2034 # sr_pp (lib_sroce.sh) takes ports from it
-next_port=18700
+sr_pp_begin ibv_ud_pingpong 18700
 
 # --- topology ---------------------------------------------------------------------
 sr_pp_topology "$backend"
@@ -90,42 +82,16 @@ ppl6 lo-v6-events 100 200 -c -e
 # loopback device check what ibv_ud_pingpong cannot see - the GRH contents,
 # the sender's QPN, IBV_WC_GRH, immediates, inline and wr_* sends, Q_Key
 # filtering, an MTU-sized message, IBV_WC_LOC_LEN_ERR above it, the AH's PD.
-e2e=$SROCE_ROOT/build/user/tests/sroce_e2e_ud
-if [[ $backend == sroce && -x $e2e ]]; then
-	log "=== sroce_e2e_ud on $dl, IPv4 and IPv6 GIDs"
-	log "+ [$nsl] $e2e $dl $gl4 $gl6"
-	rc=0
-	ns_exec "$nsl" timeout 240 "$e2e" "$dl" "$gl4" "$gl6" >"$tmp/e2e" 2>&1 || rc=$?
-	if [[ $rc == 0 ]]; then
-		sed 's/^/  /' "$tmp/e2e"
-	else
-		failures=$((failures + 1))
-		sed 's/^/  e2e| /' "$tmp/e2e"
-		sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
-	fi
-	subtests_from_tap "$tmp/e2e" sroce_e2e_ud "$rc"
-elif [[ $backend == sroce ]]; then
-	subtest_skip sroce_e2e_ud "build/user/tests/sroce_e2e_ud is not built (make user)"
+if [[ $backend == sroce ]]; then
+	sr_pp_e2e sroce_e2e_ud 240
 fi
 
 log "=== MTU 4096 (netdev MTU 9000)"
-_ns_ip "${mtu_dev[0]}" link set "${mtu_dev[1]}" mtu 9000
-[[ ${#mtu_peer[@]} == 0 ]] || _ns_ip "${mtu_peer[0]}" link set "${mtu_peer[1]}" mtu 9000
-for d in "$da" "$db"; do
-	ns=$nsa
-	[[ $d == "$da" ]] || ns=$nsb
-	wait_for "[[ \$(active_mtu $d $ns) == 4096 ]]" 10 ||
-		fail "$d: active_mtu is not 4096 with netdev MTU 9000: $(active_mtu "$d" "$ns")"
-done
-log "ok: active_mtu 4096 on $da and $db"
+sr_pp_mtu4096
 pp4 mtu4096-v4-4k 4096 100 -c
 sr_more_case mtu4096-v4-events && pp4 mtu4096-v4-events 4096 100 -c -e
 pp6 mtu4096-v6-4k 4096 100 -c
 pp6 mtu4096-v6-events 3000 100 -c -e
 
-if sr_dmesg_since | grep -qi sroce; then
-	log "kernel log lines about sroce during the test:"
-	sr_dmesg_since | grep -i sroce | tail -n 20 | sed 's/^/  dmesg| /'
-fi
-[[ $failures == 0 ]] || fail "$failures ibv_ud_pingpong run(s) failed (see NOT OK above)"
+sr_pp_end "ibv_ud_pingpong run(s)"
 log "all ibv_ud_pingpong runs passed on $backend"

@@ -84,9 +84,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 inj=$SROCE_ROOT/tools/inject/sroce_inject.py
 bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
-nsa=${SR_ID}a nsb=${SR_ID}b
-va=${SR_ID}va vb=${SR_ID}vb
-da=${SR_ID}0 db=${SR_ID}1
 ipa=10.91.0.1 ipb=10.91.0.2 ip6a=fd91::1 ip6b=fd91::2
 seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 mutations=${SROCE_MUTATIONS:-100000}
@@ -115,15 +112,7 @@ selftest_pid=$!
 defer_quiet bg_kill selftest "$selftest_pid"
 
 # --- topology ------------------------------------------------------------------------
-ns_create "$nsa"
-ns_create "$nsb"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add "$ipa/24" dev "$va"
-check ip -n "$nsb" addr add "$ipb/24" dev "$vb"
-check ip -n "$nsa" addr add "$ip6a/64" dev "$va" nodad
-check ip -n "$nsb" addr add "$ip6b/64" dev "$vb" nodad
-sr_link_add "$nsa" "$da" "$va"
-sr_link_add "$nsb" "$db" "$vb"
+sr_veth_topology "$ipa" "$ipb" "$ip6a" "$ip6b"
 ga4=$(sr_gid_of "$da" "$ipa")
 gb4=$(sr_gid_of "$db" "$ipb")
 ga6=$(sr_gid_of "$da" "$ip6a")

@@ -308,8 +308,8 @@ static inline void sroce_read_track_at(struct sroce_read_track *t, u32 idx)
 }
 
 /*
- * Gone back (an ACK timeout, a probe, a sequence NAK's rewind): whatever
- * gap comes next is asked for afresh.
+ * Gone back after an ACK timeout or a tail loss probe: whatever gap comes
+ * next is asked for afresh. (A sequence NAK's rewind leaves it as it is.)
  */
 static inline void sroce_read_track_rewound(struct sroce_read_track *t)
 {
@@ -366,10 +366,11 @@ sroce_read_track_ahead(struct sroce_read_track *t, u32 psn,
 	return r;
 }
 
-/* The response @d past the awaited one is in place. */
+/* The response @d past the awaited one is in place (1 <= @d <= 64). */
 static inline void sroce_read_track_placed(struct sroce_read_track *t, u32 d)
 {
-	t->have |= 1ULL << (d - 1);
+	if (d >= 1 && d <= SROCE_AHEAD_MAX)
+		t->have |= 1ULL << (d - 1);
 }
 
 /*

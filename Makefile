@@ -18,6 +18,7 @@
 #   make debug-kernel   build (once, cached outside the tree) the KASAN/lockdep guest kernel
 #   make test-debug     the debug-kernel lane: sroce.ko instrumented, memory/locking tests
 #   make test-debug-inject   prove the lane fails on an injected use-after-free
+#   make test-kver      a core subset on the release's second kernel (6.12 on Debian 12)
 #
 # KVER=<version> or KDIR=<build dir> select the target kernel (default: the
 # release's newest installed Debian stock kernel, which the VM harness also
@@ -48,7 +49,7 @@ export KVER
 .PHONY: all deps deps-test deps-package deps-check deps-check-test kernel user test \
 	test-host test-vm check check-kernel check-user demo install uninstall deb test-deb clean \
 	proto-test fuzz verbs-tests bench bench-lossy bench-insn bench-insn-tools kverbs-test debug-kernel test-debug \
-	test-debug-inject test-2vm
+	test-debug-inject test-2vm test-kver
 
 all: kernel user verbs-tests kverbs-test
 
@@ -116,6 +117,12 @@ test-vm: deps-check-test all
 VM_2VM_TIMEOUT ?= 900
 test-2vm: deps-check-test all
 	$(ROOT)/tools/vm/two-guests --timeout $(VM_2VM_TIMEOUT)
+
+# The other-kernel lane (tools/kver-lane.sh): the module built W=1 for the
+# release's second kernel series (Debian 12: 6.12), a core subset of the
+# selftests in a guest booting it. LANE_KVER= picks another kernel.
+test-kver: deps-check-test user verbs-tests
+	$(ROOT)/tools/kver-lane.sh $(TESTS)
 
 # One summary line at the end, over host and guest results together.
 test: deps-check-test all proto-test

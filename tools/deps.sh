@@ -56,8 +56,9 @@ PACKAGE_PKGS=(
 )
 # shellcheck disable=SC2206
 TEST_PKGS=(
-	# the guest kernel the VM harness boots, and its headers
-	linux-image-amd64 linux-headers-amd64
+	# the guest kernel the VM harness boots, and its headers; the release's
+	# second kernel series for the other-kernel lane (tools/kver-lane.sh)
+	linux-image-amd64 linux-headers-amd64 $SROCE_LANE_KPKGS
 	# the provider's host tests, the test programs
 	libgtest-dev librdmacm-dev
 	# static checks

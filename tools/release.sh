@@ -11,9 +11,13 @@
 #   SROCE_LINUX_SOURCE  the source package of that kernel (checkpatch, the
 #                       debug kernel)
 #   SROCE_CLANG_PKGS    clang and libFuzzer's runtime of that release
+#   SROCE_LANE_KSERIES  a second kernel series the release ships, for the
+#                       other-kernel lane (tools/kver-lane.sh; empty: none)
+#   SROCE_LANE_KPKGS    its image and headers (make deps-test installs them)
 # SROCE_DEPS_RELEASE=12|13 takes that release's choices on another system
 # (at your own risk: package names differ between releases).
 SROCE_RELEASE=unknown SROCE_RELEASE_NAME=unknown
+SROCE_LANE_KSERIES='' SROCE_LANE_KPKGS=''
 if [[ -r /etc/os-release ]]; then
 	# shellcheck source=/dev/null
 	SROCE_RELEASE=$(. /etc/os-release && echo "${ID:-}:${VERSION_ID:-${VERSION_CODENAME:-}}")
@@ -25,6 +29,9 @@ SROCE_SUPPORTED=1
 case $SROCE_RELEASE in
 debian:12)
 	SROCE_KSERIES=6.1
+	# Debian 12 carries 6.12 too (bookworm-security, for the move to 13).
+	SROCE_LANE_KSERIES=6.12
+	SROCE_LANE_KPKGS="linux-image-6.12-amd64 linux-headers-6.12-amd64"
 	SROCE_CLANG_PKGS="clang-14 libclang-rt-14-dev"
 	;;
 debian:13)
@@ -48,7 +55,8 @@ esac
 SROCE_LINUX_SOURCE=linux-source${SROCE_KSERIES:+-$SROCE_KSERIES}
 # Run rather than sourced: print them (for the Makefile and for people).
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-	for v in SROCE_RELEASE SROCE_RELEASE_NAME SROCE_SUPPORTED SROCE_KSERIES SROCE_LINUX_SOURCE SROCE_CLANG_PKGS; do
+	for v in SROCE_RELEASE SROCE_RELEASE_NAME SROCE_SUPPORTED SROCE_KSERIES SROCE_LINUX_SOURCE SROCE_CLANG_PKGS \
+		SROCE_LANE_KSERIES SROCE_LANE_KPKGS; do
 		echo "$v=${!v}"
 	done
 fi

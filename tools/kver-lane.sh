@@ -1,0 +1,81 @@
+#!/bin/bash
+# The other-kernel lane (make test-kver): sroce.ko and the kernel-verbs test
+# module built W=1 for a second Debian kernel, and selftests run in a guest
+# that boots that kernel, with this machine's user space (rdma-core and the
+# provider as built by make). The main lane covers tools/kver.sh's kernel;
+# this one the release's other supported series (tools/release.sh's
+# SROCE_LANE_KSERIES: Debian 12's 6.12, which make deps-test installs).
+#
+# Usage: tools/kver-lane.sh [TEST...]   (default: $LANE_TESTS below)
+#   LANE_KVER=VERSION   the kernel (default: the newest installed image of
+#                       SROCE_LANE_KSERIES with its headers)
+#   LANE_TIMEOUT=S      the guest's limit (default 1500)
+# The modules are built from a copy of the sources in build/kver/VERSION
+# (kernel/ keeps the main lane's objects). Exit status: the guest's.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=tools/release.sh
+source "$ROOT/tools/release.sh"
+
+# The core of the suite: RC, UC, UD, SRQ and XRC traffic over IPv4 and IPv6
+# with data verified, the error and memory-window paths, random RC traffic,
+# hostile rings, and the kernel-verbs path (about 8 minutes).
+LANE_TESTS="rc_pingpong uc_pingpong ud_pingpong srq_pingpong xsrq_pingpong rc_errors rc_integrity rc_mw rc_kverbs sroce_devinfo"
+
+say() { echo "kver-lane: $*"; }
+die() {
+	echo "kver-lane: $*" >&2
+	exit 1
+}
+
+kver=${LANE_KVER:-}
+if [[ -z $kver ]]; then
+	[[ -n ${SROCE_LANE_KSERIES:-} ]] ||
+		die "$SROCE_RELEASE_NAME has no second kernel series for this lane (tools/release.sh); set LANE_KVER="
+	for img in /boot/vmlinuz-"$SROCE_LANE_KSERIES".*-amd64; do
+		[[ -e $img ]] || continue
+		v=${img#/boot/vmlinuz-}
+		[[ -d /lib/modules/$v/build ]] || continue
+		kver=$(printf '%s\n%s\n' "$kver" "$v" | sed '/^$/d' | sort -V | tail -n1)
+	done
+	[[ -n $kver ]] ||
+		die "no $SROCE_LANE_KSERIES kernel image with headers installed: run 'make deps-test' ($SROCE_LANE_KPKGS)"
+fi
+[[ -e /boot/vmlinuz-$kver ]] || die "no /boot/vmlinuz-$kver"
+[[ -d /lib/modules/$kver/build ]] || die "no headers for $kver (/lib/modules/$kver/build)"
+[[ $kver != "$("$ROOT/tools/kver.sh")" ]] || die "$kver is the main lane's kernel"
+
+read -ra tests <<<"${*:-$LANE_TESTS}"
+say "kernel $kver; tests: ${tests[*]}"
+
+t0=$SECONDS
+obj=$ROOT/build/kver/$kver
+mkdir -p "$obj/src"
+sync_src() { # SRC DST
+	rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' \
+		--exclude='.*.cmd' --exclude='*.a' --exclude='modules.order' --exclude='Module.symvers' \
+		--exclude='/proto/test' "$1/" "$2/"
+}
+sync_src "$ROOT/kernel" "$obj/src/kernel"
+sync_src "$ROOT/include" "$obj/src/include"
+sync_src "$ROOT/selftests/kverbs" "$obj/src/kverbs"
+build_mod() { # DIR
+	local log=$obj/build-${1##*/}.log
+
+	make -s -C "/lib/modules/$kver/build" M="$1" W=1 modules >"$log" 2>&1 || {
+		cat "$log" >&2
+		die "building ${1#"$ROOT"/} for $kver failed"
+	}
+	! grep -E 'warning:' "$log" >&2 || die "building ${1#"$ROOT"/} for $kver: warnings (above)"
+}
+build_mod "$obj/src/kernel"
+build_mod "$obj/src/kverbs"
+say "sroce.ko and sroce_kverbs_test.ko built W=1 for $kver, no warnings ($((SECONDS - t0)) s)"
+
+export SROCE_KO=$obj/src/kernel/sroce.ko
+export SROCE_KVERBS_KO=$obj/src/kverbs/sroce_kverbs_test.ko
+rc=0
+"$ROOT/tools/vm/run" --kver "$kver" --timeout "${LANE_TIMEOUT:-1500}" --mem 4G -- \
+	selftests/run.sh "${tests[@]}" || rc=$?
+say "guest: exit $rc after $((SECONDS - t0)) s"
+exit "$rc"

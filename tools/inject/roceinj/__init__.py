@@ -5,7 +5,9 @@ wire       the sending veth end: frames, fragments, the answer sniffer, Reply
 counters   the target's hw_counters, UDP errors, the real-traffic watch
 verbs      the target's PD, CQ, MRs and victim QPs (pyverbs); QP transitions
 harness    Session: the case runner and its helpers
-directed   the directed cases (tables run by run_drops and loops)
+directed   the directed cases: directed() runs the tables of directed_valid,
+           directed_malformed, directed_responder, directed_completer and
+           directed_uc (their context and run_drops: directed_common)
 flood      the flood phase
 mutate     the mutation phase and its Mutator
 icrccheck  selftest and icrc-check

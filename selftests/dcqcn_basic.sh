@@ -147,21 +147,25 @@ declare -A c0
 snap() { local d n; for d in "$da" "$db"; do for n in "${names[@]}"; do c0[$d.$n]=$(sr_hwc "$d" "$n"); done; done; }
 delta() { echo $(($(sr_hwc "$1" "$2") - c0[$1.$2])); }
 port=18515
-# bw SECONDS: ib_write_bw from A to B for about that long (64 KiB writes).
+# perf_run TOOL SECONDS: TOOL (ib_write_bw, ib_read_bw) with its server on B
+# and its client on A, 64 KiB messages, for about that long; its output in
+# $tmp/srv and $tmp/cli. Fails the test if TOOL fails.
 # ACK timeout 0.5 s (-u 17; 2 s slow): a TCG guest's receive backlog can
 # hold an ACK past perftest's default 67 ms, and this test counts
 # retransmissions.
-bw() {
-	local p=$((port++)) spid rc=0
-	ns_exec "$nsb" timeout 60 ib_write_bw -d "$db" -x "$gb" -F -p "$p" -s 65536 -u "$ack" -D "$1" \
+perf_run() {
+	local tool=$1 p=$((port++)) spid rc=0
+	ns_exec "$nsb" timeout 60 "$tool" -d "$db" -x "$gb" -F -p "$p" -s 65536 -u "$ack" -D "$2" \
 		>"$tmp/srv" 2>&1 &
 	spid=$!
-	wait_for "ns_exec $nsb ss -Hltn 'sport = :$p' | grep -q ." 20 || fail "ib_write_bw server did not listen"
-	ns_exec "$nsa" timeout 60 ib_write_bw -d "$da" -x "$ga" -F -p "$p" -s 65536 -u "$ack" -D "$1" "$ipb" \
+	wait_for "ns_exec $nsb ss -Hltn 'sport = :$p' | grep -q ." 20 || fail "$tool server did not listen"
+	ns_exec "$nsa" timeout 60 "$tool" -d "$da" -x "$ga" -F -p "$p" -s 65536 -u "$ack" -D "$2" "$ipb" \
 		>"$tmp/cli" 2>&1 || rc=$?
 	wait "$spid" || true
-	[[ $rc == 0 ]] || { cat "$tmp/cli"; fail "ib_write_bw exited with $rc"; }
+	[[ $rc == 0 ]] || { cat "$tmp/cli"; fail "$tool exited with $rc"; }
 }
+# bw SECONDS: ib_write_bw from A to B for about that long (64 KiB writes).
+bw() { perf_run ib_write_bw "$1"; }
 
 # netem on A's egress: 2 % of the packets CE-marked, none dropped (all ECT).
 subtest_begin "CE marks: counted by the NP, CNPs sent, handled by the RP"
@@ -308,15 +312,7 @@ log "ok: rdma -dd res show qp: $seen (line rate ${line} Mbit/s)"
 # rbw SECONDS: ib_read_bw A <- B for that long; prints how many 64 KiB
 # READs completed (perftest's BW column rounds a paced run down to 0.00).
 rbw() {
-	local p=$((port++)) spid rc=0
-	ns_exec "$nsb" timeout 60 ib_read_bw -d "$db" -x "$gb" -F -p "$p" -s 65536 -u "$ack" -D "$1" \
-		>"$tmp/srv" 2>&1 &
-	spid=$!
-	wait_for "ns_exec $nsb ss -Hltn 'sport = :$p' | grep -q ." 20 || fail "ib_read_bw server did not listen"
-	ns_exec "$nsa" timeout 60 ib_read_bw -d "$da" -x "$ga" -F -p "$p" -s 65536 -u "$ack" -D "$1" "$ipb" \
-		>"$tmp/cli" 2>&1 || rc=$?
-	wait "$spid" || true
-	[[ $rc == 0 ]] || { cat "$tmp/cli"; fail "ib_read_bw exited with $rc"; }
+	perf_run ib_read_bw "$1"
 	awk '/#bytes/ { t = 1; next } t && $1 ~ /^[0-9]+$/ { print $2; exit }' "$tmp/cli"
 }
 # B's RP is set to drop to 40 Mbit/s on the first CNP and not to climb back

@@ -121,6 +121,18 @@ sr_port_attr() { cat "$SR_SYS/$1/ports/1/$2"; }
 # sr_hwc DEV NAME: hw counter NAME of DEV's port 1 (rdma statistic's source).
 sr_hwc() { cat "$SR_SYS/$1/ports/1/hw_counters/$2"; }
 
+# sr_counters_nz DEV: DEV's hardware counters that are not 0, as NAME=VALUE
+# on one line (what a failed case shows of the device).
+sr_counters_nz() {
+	local f v out=''
+	for f in "$SR_SYS/$1/ports/1/hw_counters/"*; do
+		[[ -r $f ]] || continue
+		v=$(cat "$f" 2>/dev/null) || continue
+		[[ $v == 0 ]] || out+="${f##*/}=$v "
+	done
+	echo "${out:-(none, or no counters)}"
+}
+
 # sr_link_field NAME FIELD: a field of "rdma link show NAME/1 -j", run in
 # the device's namespace.
 sr_link_field() {
@@ -458,6 +470,49 @@ sr_rxe_use() {
 	defer_quiet modprobe -r rdma_rxe
 }
 
+# sr_rxe_link_add NAME NETDEV: an rdma_rxe device NAME on NETDEV (initial
+# namespace), deleted at exit. Fails the test if it cannot be created.
+sr_rxe_link_add() {
+	check rdma link add "$1" type rxe netdev "$2"
+	defer_quiet rdma link delete "$1"
+}
+
+# sr_rxe_dummy NAME NETDEV ADDR/PREFIX...: a dummy NETDEV in the initial
+# namespace, up, holding the addresses (IPv6 ones without DAD), and an
+# rdma_rxe device NAME on it (sr_rxe_link_add).
+sr_rxe_dummy() {
+	local name=$1 dev=$2 a
+	shift 2
+	sr_dummy - "$dev"
+	for a in "$@"; do
+		if [[ $a == *:* ]]; then
+			check ip addr add "$a" dev "$dev" nodad
+		else
+			check ip addr add "$a" dev "$dev"
+		fi
+	done
+	sr_rxe_link_add "$name" "$dev"
+}
+
+# sr_rxe_veth_topology IPR IPS IP6R IP6S: the rdma_rxe interop tests'
+# topology: a veth pair $vr (initial namespace) / $vs (in namespace $ns)
+# holding IPR/24 and IP6R/64 / IPS/24 and IP6S/64, an rdma_rxe device $rxe
+# on $vr and a sroce device $dev on $vs. Returns once both IPv4 GIDs exist.
+# shellcheck disable=SC2034 # the variables are the caller's
+sr_rxe_veth_topology() {
+	ns=${SR_ID}s vr=${SR_ID}vr vs=${SR_ID}vs rxe=${SR_ID}rxe dev=${SR_ID}s0
+	ns_create "$ns"
+	veth_pair - "$vr" "$ns" "$vs"
+	check ip addr add "$1/24" dev "$vr"
+	check ip -n "$ns" addr add "$2/24" dev "$vs"
+	check ip addr add "$3/64" dev "$vr" nodad
+	check ip -n "$ns" addr add "$4/64" dev "$vs" nodad
+	sr_rxe_link_add "$rxe" "$vr"
+	sr_link_add "$ns" "$dev" "$vs"
+	sr_wait_gid "$rxe" "$1"
+	sr_wait_gid "$dev" "$2"
+}
+
 # sr_capture_start NS IFACE PCAP: capture RoCE (UDP 4791) on IFACE in NS ("-":
 # this namespace) into PCAP with dumpcap, in the background, at most 600 s;
 # waits (up to 60 s: dumpcap starts slowly under TCG) until it captures.
@@ -500,6 +555,21 @@ sr_capture_stop() {
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
 	wait "$pid" 2>/dev/null || true
+}
+
+# sr_capture_tools: dumpcap and tshark are installed; if not, logs that
+# there will be no capture and returns 1.
+sr_capture_tools() {
+	command -v dumpcap >/dev/null && command -v tshark >/dev/null && return 0
+	log "  (no dumpcap/tshark: no capture)"
+	return 1
+}
+
+# sr_pcap_dissect PCAP: log the dissector's view (UDP 4791 as RoCE) of the
+# first 40 packets of PCAP.
+sr_pcap_dissect() {
+	log "  dissector's view (first 40 packets):"
+	tshark -r "$1" -d udp.port==4791,infiniband 2>&1 | head -n 40 | sed 's/^/  pcap| /'
 }
 
 # --- servers and the ibv_*_pingpong runs ------------------------------------------
@@ -561,6 +631,17 @@ sr_rping() {
 # sr_listening NS PORT: something listens on TCP PORT in namespace NS.
 sr_listening() { ns_exec "$1" ss -Hltn "sport = :$2" | grep -q .; }
 
+# sr_server_listens PID NS PORT: wait up to 20 s for the server PID (started
+# with &) to listen on TCP PORT in namespace NS; if it does not, kill and
+# reap it, set the caller's $why and return 1.
+sr_server_listens() {
+	wait_for "sr_listening $2 $3" 20 && return 0
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+	why="server did not listen on TCP $3"
+	return 1
+}
+
 # sr_veth_topology ADDR_A ADDR_B [ADDR6_A ADDR6_B]: namespaces $nsa and $nsb
 # joined by a veth pair $va/$vb holding ADDR_A/24 and ADDR_B/24 (and the IPv6
 # addresses /64, if given), a sroce device on each end: $da $db.
@@ -580,6 +661,23 @@ sr_veth_topology() {
 	fi
 	sr_link_add "$nsa" "$da" "$va"
 	sr_link_add "$nsb" "$db" "$vb"
+}
+
+# sr_reorder_setup N: the start of the tests that run rping over a netem
+# impairment (rc_read_reorder, rc_req_reorder): rping and tc, sr_setup, the
+# provider, sr_veth_topology with 10.N.0.1 (A) and 10.N.0.2 (B) once both
+# have their GIDs; $tmp (removed at exit) and $netem, the impairment.
+# shellcheck disable=SC2034 # the variables are the caller's
+sr_reorder_setup() {
+	require_cmd rping tc timeout
+	sr_setup
+	sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
+	sr_veth_topology "10.$1.0.1" "10.$1.0.2"
+	sr_wait_gid "$da" "10.$1.0.1"
+	sr_wait_gid "$db" "10.$1.0.2"
+	tmp=$(mktemp -d)
+	defer rm -rf "$tmp"
+	netem="delay 1ms 1ms loss 2% duplicate 2%"
 }
 
 # sr_vt_topology N [v6l]: the topology of the tests that run a verbs test
@@ -799,6 +897,8 @@ sr_pp() {
 	[[ -n "$why" ]] || why=$(sr_pp_verify "$tmp/$tag" "$size" "$iters" "$nqp" "$saddr" "$caddr")
 	if [[ -n "$why" ]]; then
 		sr_case_failed "$tag" "$why" "$tmp/$tag"
+		log "  $sdev: $(sr_counters_nz "$sdev")"
+		[[ $cdev == "$sdev" ]] || log "  $cdev: $(sr_counters_nz "$cdev")"
 		return 0
 	fi
 	log "ok: $tag ($((SECONDS - t0))s): $(grep -h 'bytes in' "$tmp/$tag.cli")," \

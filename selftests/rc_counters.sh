@@ -40,26 +40,17 @@ bth_icrc=16 # BTH (12) + ICRC (4): the least a RoCE v2 packet carries
 if [[ $backend == sroce ]]; then
 	sr_module_use
 	sr_have_provider || skip "the provider build/user/libsroce-rdmav<N>.so is not built"
-	nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l va=${SR_ID}va vb=${SR_ID}vb dl=${SR_ID}dl
-	deva=${SR_ID}s0 devb=${SR_ID}s1 devl=${SR_ID}sl
-	ns_create "$nsa"
-	ns_create "$nsb"
+	sr_veth_topology "$v4a" "$v4b"
+	deva=$da devb=$db
+	nsl=${SR_ID}l dl=${SR_ID}dl devl=${SR_ID}sl
 	ns_create "$nsl"
-	veth_pair "$nsa" "$va" "$nsb" "$vb"
-	check ip -n "$nsa" addr add "$v4a/24" dev "$va"
-	check ip -n "$nsb" addr add "$v4b/24" dev "$vb"
 	sr_dummy "$nsl" "$dl"
 	check ip -n "$nsl" addr add "$v4l/24" dev "$dl"
-	sr_link_add "$nsa" "$deva" "$va"
-	sr_link_add "$nsb" "$devb" "$vb"
 	sr_link_add "$nsl" "$devl" "$dl"
 elif [[ $backend == rxe ]]; then
 	sr_rxe_use || skip "rdma_rxe cannot be loaded"
 	nsl=- rd=${SR_ID}rd devl=${SR_ID}rxe
-	sr_dummy - "$rd"
-	check ip addr add "$v4l/24" dev "$rd"
-	check rdma link add "$devl" type rxe netdev "$rd"
-	defer_quiet rdma link delete "$devl"
+	sr_rxe_dummy "$devl" "$rd" "$v4l/24"
 else
 	fail "SROCE_RC_BACKEND must be sroce or rxe, not '$backend'"
 fi

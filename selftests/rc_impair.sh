@@ -37,9 +37,6 @@ export SR_TAG=im # name prefix, see lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
-nsa=${SR_ID}a nsb=${SR_ID}b
-va=${SR_ID}va vb=${SR_ID}vb
-da=${SR_ID}0 db=${SR_ID}1
 full=${SROCE_IMPAIR_FULL:-${SROCE_FULL:-0}}
 # SROCE_IMPAIR_ONLY="TAG...": run only these cases of the matrix (with
 # SROCE_IMPAIR_FULL=1 for the full matrix's), then the vanishing peer.
@@ -51,15 +48,7 @@ sr_setup
 require_cmd tc
 sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
 
-ns_create "$nsa"
-ns_create "$nsb"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add 10.83.0.1/24 dev "$va"
-check ip -n "$nsb" addr add 10.83.0.2/24 dev "$vb"
-check ip -n "$nsa" addr add fd83::1/64 dev "$va" nodad
-check ip -n "$nsb" addr add fd83::2/64 dev "$vb" nodad
-sr_link_add "$nsa" "$da" "$va"
-sr_link_add "$nsb" "$db" "$vb"
+sr_veth_topology 10.83.0.1 10.83.0.2 fd83::1 fd83::2
 for g in "$da 10.83.0.1" "$db 10.83.0.2" "$da fd83::1" "$db fd83::2"; do
 	read -r d a <<<"$g"
 	wait_for "sr_gid_index $d $a" 10 || fail "$d has no RoCE v2 GID for $a"

@@ -76,11 +76,7 @@ kvt() {
 have_rxe=0
 if sr_rxe_use; then
 	have_rxe=1
-	sr_dummy - "$vr"
-	check ip addr add 10.83.0.1/24 dev "$vr"
-	check ip addr add fd83::1/64 dev "$vr" nodad
-	check rdma link add "$rxe" type rxe netdev "$vr"
-	defer_quiet rdma link delete "$rxe"
+	sr_rxe_dummy "$rxe" "$vr" 10.83.0.1/24 fd83::1/64
 	g4=$(sr_gid_of "$rxe" 10.83.0.1)
 	g6=$(sr_gid_of "$rxe" fd83::1)
 	kvt "control: rdma_rxe loopback, IPv4, atomics in a fast-reg MR" \
@@ -94,21 +90,7 @@ fi
 
 # --- sroce -------------------------------------------------------------------------------
 
-ns_create "$nsa"
-ns_create "$nsb"
-ns_create "$nsl"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add 10.81.0.1/24 dev "$va"
-check ip -n "$nsb" addr add 10.81.0.2/24 dev "$vb"
-check ip -n "$nsa" addr add fd81::1/64 dev "$va" nodad
-check ip -n "$nsb" addr add fd81::2/64 dev "$vb" nodad
-sr_dummy "$nsl" "$vl"
-check ip -n "$nsl" addr add 10.82.0.1/24 dev "$vl"
-check ip -n "$nsl" addr add fd82::1/64 dev "$vl" nodad
-sr_link_add "$nsa" "$da" "$va"
-sr_link_add "$nsb" "$db" "$vb"
-sr_link_add "$nsl" "$dl" "$vl"
-
+sr_vt_topology 81 v6l
 ga4=$(sr_gid_of "$da" 10.81.0.1)
 gb4=$(sr_gid_of "$db" 10.81.0.2)
 ga6=$(sr_gid_of "$da" fd81::1)
@@ -137,8 +119,7 @@ if [[ $have_rxe == 1 && ${SROCE_KVERBS_RXE:-1} == 1 ]]; then
 	veth_pair - "$vxr" "$nsx" "$vxs"
 	check ip addr add 10.84.0.1/24 dev "$vxr"
 	check ip -n "$nsx" addr add 10.84.0.2/24 dev "$vxs"
-	check rdma link add "$rxex" type rxe netdev "$vxr"
-	defer_quiet rdma link delete "$rxex"
+	sr_rxe_link_add "$rxex" "$vxr"
 	sr_link_add "$nsx" "$dx" "$vxs"
 	gx=$(sr_gid_of "$dx" 10.84.0.2)
 	gr=$(sr_gid_of "$rxex" 10.84.0.1)

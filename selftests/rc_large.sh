@@ -31,9 +31,8 @@ export SR_TAG=rl # name prefix, see lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_bigmsg
-nsa=${SR_ID}a nsb=${SR_ID}b nsl=${SR_ID}l
-va=${SR_ID}va vb=${SR_ID}vb vl=${SR_ID}vl
-da=${SR_ID}0 db=${SR_ID}1 dl=${SR_ID}2
+# (sr_veth_topology names A's and B's namespaces, veths and devices.)
+nsl=${SR_ID}l vl=${SR_ID}vl dl=${SR_ID}2
 size=${SROCE_BIGMSG_SIZE:-1G}
 size_veth=$size
 [[ -n "${SROCE_BIGMSG_SIZE:-}" || "${SROCE_BIGMSG_FULL:-${SROCE_FULL:-0}}" == 1 ]] || size_veth=256M
@@ -58,18 +57,11 @@ log "message size $size ($bytes bytes); MemAvailable ${avail_kb} kB, need ${need
 
 # --- topology ------------------------------------------------------------------
 
-ns_create "$nsa"
-ns_create "$nsb"
+sr_veth_topology 10.81.0.1 10.81.0.2
 ns_create "$nsl"
-veth_pair "$nsa" "$va" "$nsb" "$vb"
-check ip -n "$nsa" addr add 10.81.0.1/24 dev "$va"
-check ip -n "$nsb" addr add 10.81.0.2/24 dev "$vb"
 sr_dummy "$nsl" "$vl"
 check ip -n "$nsl" link set "$vl" mtu 9000
 check ip -n "$nsl" addr add fd82::1/64 dev "$vl" nodad
-
-sr_link_add "$nsa" "$da" "$va"
-sr_link_add "$nsb" "$db" "$vb"
 sr_link_add "$nsl" "$dl" "$vl"
 
 sr_wait_gid "$da" 10.81.0.1

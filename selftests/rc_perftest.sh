@@ -37,24 +37,13 @@ v4a=192.0.2.1 v4b=192.0.2.2
 if [[ $backend == sroce ]]; then
 	sr_module_use
 	sr_have_provider || skip "the provider build/user/libsroce-rdmav<N>.so is not built"
-	nsa=${SR_ID}a nsb=${SR_ID}b va=${SR_ID}va vb=${SR_ID}vb
-	deva=${SR_ID}s0 devb=${SR_ID}s1
-	ns_create "$nsa"
-	ns_create "$nsb"
-	veth_pair "$nsa" "$va" "$nsb" "$vb"
-	check ip -n "$nsa" addr add "$v4a/24" dev "$va"
-	check ip -n "$nsb" addr add "$v4b/24" dev "$vb"
-	sr_link_add "$nsa" "$deva" "$va"
-	sr_link_add "$nsb" "$devb" "$vb"
-	srv=$v4a
+	sr_veth_topology "$v4a" "$v4b"
+	deva=$da devb=$db srv=$v4a
 elif [[ $backend == rxe ]]; then
 	sr_rxe_use || skip "rdma_rxe cannot be loaded"
 	nsa=- nsb=- rd=${SR_ID}rd deva=${SR_ID}rxe
 	devb=$deva v4b=$v4a srv=127.0.0.1
-	sr_dummy - "$rd"
-	check ip addr add "$v4a/24" dev "$rd"
-	check rdma link add "$deva" type rxe netdev "$rd"
-	defer_quiet rdma link delete "$deva"
+	sr_rxe_dummy "$deva" "$rd" "$v4a/24"
 else
 	fail "SROCE_RC_BACKEND must be sroce or rxe, not '$backend'"
 fi
@@ -121,12 +110,7 @@ pt_once() {
 	log "+ [$nsb] $tool -d $devb -x $gb -F -p $port ${args[*]} $srv"
 	sr_untrapped ns_exec "$nsa" timeout 150 "$tool" -d "$deva" -x "$ga" -F -p "$port" "${args[@]}" >"$tmp/$tag.srv" 2>&1 &
 	spid=$!
-	if ! wait_for "sr_listening $nsa $port" 20; then
-		kill "$spid" 2>/dev/null || true
-		wait "$spid" 2>/dev/null || true
-		why="server did not listen on TCP $port"
-		return 0
-	fi
+	sr_server_listens "$spid" "$nsa" "$port" || return 0
 	ns_exec "$nsb" timeout 120 "$tool" -d "$devb" -x "$gb" -F -p "$port" "${args[@]}" "$srv" \
 		>"$tmp/$tag.cli" 2>&1 || crc=$?
 	[[ $crc == 0 ]] || wait_for "! kill -0 $spid" 5 || kill "$spid" 2>/dev/null || true

@@ -26,15 +26,7 @@ export SR_TAG=rr # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
-require_cmd rping tc timeout
-sr_setup
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
-sr_veth_topology 10.83.0.1 10.83.0.2
-sr_wait_gid "$da" 10.83.0.1
-sr_wait_gid "$db" 10.83.0.2
-tmp=$(mktemp -d)
-defer rm -rf "$tmp"
-netem="delay 1ms 1ms loss 2% duplicate 2%"
+sr_reorder_setup 83
 # shellcheck disable=SC2086 # netem takes its words apart
 check tc -n "$nsb" qdisc add dev "$vb" root netem $netem
 log "netem on $vb (B -> A: the READ responses): $netem"

@@ -32,15 +32,7 @@ export SR_TAG=rq # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
-require_cmd rping tc timeout
-sr_setup
-sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
-sr_veth_topology 10.84.0.1 10.84.0.2
-sr_wait_gid "$da" 10.84.0.1
-sr_wait_gid "$db" 10.84.0.2
-tmp=$(mktemp -d)
-defer rm -rf "$tmp"
-netem="delay 1ms 1ms loss 2% duplicate 2%"
+sr_reorder_setup 84
 
 # rping_case NAME: 200 rping -V iterations of 16 KiB, A the server; sets
 # why (and fails) unless both ends complete them.

@@ -45,24 +45,13 @@ tmp=$(mktemp -d)
 defer rm -rf "$tmp"
 failures=0
 next_port=18800
-ns=${SR_ID}s vr=${SR_ID}vr vs=${SR_ID}vs rxe=${SR_ID}rxe dev=${SR_ID}s0
 ipr=10.77.0.1 ips=10.77.0.2 ip6r=fd77::1 ip6s=fd77::2
 integrity=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
 # Where a failing exchange's pcap goes: the VM's output share if mounted.
 pcap_dir=${SROCE_PCAP_DIR:-/run/sroce-out}
 [[ -d "$pcap_dir" && -w "$pcap_dir" ]] || pcap_dir=$tmp
 
-ns_create "$ns"
-veth_pair - "$vr" "$ns" "$vs"
-check ip addr add "$ipr/24" dev "$vr"
-check ip -n "$ns" addr add "$ips/24" dev "$vs"
-check ip addr add "$ip6r/64" dev "$vr" nodad
-check ip -n "$ns" addr add "$ip6s/64" dev "$vs" nodad
-check rdma link add "$rxe" type rxe netdev "$vr"
-defer_quiet rdma link delete "$rxe"
-sr_link_add "$ns" "$dev" "$vs"
-sr_wait_gid "$rxe" "$ipr"
-sr_wait_gid "$dev" "$ips"
+sr_rxe_veth_topology "$ipr" "$ips" "$ip6r" "$ip6s"
 gr=$(sr_gid_index "$rxe" "$ipr") gs=$(sr_gid_index "$dev" "$ips")
 log "rxe $rxe on $vr ($ipr, GID #$gr) <-> sroce $dev on $vs in $ns ($ips, GID #$gs)"
 sr_dmesg_mark
@@ -101,12 +90,7 @@ exchange() {
 	log "+ [$cside] $* -d $cdev $gflag $cgid -p $port $(side_ip "$sside")"
 	sr_untrapped ns_exec "$sns" timeout 150 "$@" -d "$sdev" "$gflag" "$sgid" -p "$port" >"$tmp/$tag.srv" 2>&1 &
 	spid=$!
-	if ! wait_for "sr_listening $sns $port" 20; then
-		kill "$spid" 2>/dev/null || true
-		wait "$spid" 2>/dev/null || true
-		why="server did not listen on TCP $port"
-		return 0
-	fi
+	sr_server_listens "$spid" "$sns" "$port" || return 0
 	ns_exec "$cns" timeout 120 "$@" -d "$cdev" "$gflag" "$cgid" -p "$port" "$(side_ip "$sside")" \
 		>"$tmp/$tag.cli" 2>&1 || crc=$?
 	[[ $crc == 0 ]] || wait_for "! kill -0 $spid" 5 || kill "$spid" 2>/dev/null || true
@@ -149,10 +133,7 @@ run() {
 	first_why=$why
 	sr_case_failed "$tag" "$why" "$tmp/$tag"
 	log "  counters: $(counters)"
-	if ! command -v dumpcap >/dev/null || ! command -v tshark >/dev/null; then
-		log "  (no dumpcap/tshark: no capture)"
-		return 0
-	fi
+	sr_capture_tools || return 0
 	pcap=$pcap_dir/rc_rxe_interop-$tag.pcap
 	log "  repeating $tag under dumpcap -i $vr -> $pcap"
 	sr_capture_start - "$vr" "$pcap" || true
@@ -161,8 +142,7 @@ run() {
 	sr_capture_stop
 	log "  repeat: ${why:-passed this time (first failure: $first_why)}"
 	log "  counters: $(counters)"
-	log "  dissector's view (first 40 packets):"
-	tshark -r "$pcap" -d udp.port==4791,infiniband 2>&1 | head -n 40 | sed 's/^/  pcap| /'
+	sr_pcap_dissect "$pcap"
 	log "  first RoCE packet from sroce ($ips), in full:"
 	tshark -r "$pcap" -d udp.port==4791,infiniband -V -c 1 -Y "ip.src == $ips" 2>&1 |
 		head -n 120 | sed 's/^/  pcap| /'

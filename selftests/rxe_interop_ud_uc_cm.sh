@@ -49,24 +49,13 @@ defer rm -rf "$tmp"
 failures=0 known=0
 results=()
 next_port=19100
-ns=${SR_ID}s vr=${SR_ID}vr vs=${SR_ID}vs rxe=${SR_ID}rxe dev=${SR_ID}s0
 ipr=10.78.0.1 ips=10.78.0.2 ip6r=fd00:78::1 ip6s=fd00:78::2
 read -ra known_fail <<<"${SROCE_XU_KNOWN_FAIL:-}"
 pcap_dir=${SROCE_PCAP_DIR:-/run/sroce-out}
 [[ -d "$pcap_dir" && -w "$pcap_dir" ]] || pcap_dir=$tmp
 
 # --- topology -----------------------------------------------------------------------
-ns_create "$ns"
-veth_pair - "$vr" "$ns" "$vs"
-check ip addr add "$ipr/24" dev "$vr"
-check ip -n "$ns" addr add "$ips/24" dev "$vs"
-check ip addr add "$ip6r/64" dev "$vr" nodad
-check ip -n "$ns" addr add "$ip6s/64" dev "$vs" nodad
-check rdma link add "$rxe" type rxe netdev "$vr"
-defer_quiet rdma link delete "$rxe"
-sr_link_add "$ns" "$dev" "$vs"
-sr_wait_gid "$rxe" "$ipr"
-sr_wait_gid "$dev" "$ips"
+sr_rxe_veth_topology "$ipr" "$ips" "$ip6r" "$ip6s"
 sr_wait_gid "$dev" "$ip6s"
 have_rxe_v6=1
 wait_for "sr_gid_index $rxe $ip6r" 10 || have_rxe_v6=0
@@ -200,10 +189,7 @@ run() {
 	grep -v 'provider registered' "$tmp/$tag.cli.err" 2>/dev/null | tail -n 20 | sed 's/^/  client stderr| /' || true
 	log "  kernel log since the start of the test:"
 	sr_dmesg_since | tail -n 40 | sed 's/^/  dmesg| /'
-	if ! command -v dumpcap >/dev/null || ! command -v tshark >/dev/null; then
-		log "  (no dumpcap/tshark: no capture)"
-		return 0
-	fi
+	sr_capture_tools || return 0
 	pcap=$pcap_dir/rxe_interop_ud_uc_cm-$tag.pcap
 	log "  repeating $tag under dumpcap -i $vr -> $pcap"
 	sr_capture_start - "$vr" "$pcap" || true
@@ -213,8 +199,7 @@ run() {
 	sleep 1
 	sr_capture_stop
 	log "  repeat: ${why:-passed this time (first failure: $first_why)}"
-	log "  dissector's view (first 40 packets):"
-	tshark -r "$pcap" -d udp.port==4791,infiniband 2>&1 | head -n 40 | sed 's/^/  pcap| /'
+	sr_pcap_dissect "$pcap"
 	return 0
 }
 

@@ -83,13 +83,7 @@ for c in "${cases[@]}"; do
 	[[ $c == newlink_race ]] || py_cases+=("$c")
 done
 if ((${#py_cases[@]})); then
-	ns_create "$nsa"
-	ns_create "$nsb"
-	veth_pair "$nsa" "$va" "$nsb" "$vb"
-	check ip -n "$nsa" addr add "$ipa/24" dev "$va"
-	check ip -n "$nsb" addr add "$ipb/24" dev "$vb"
-	sr_link_add "$nsa" "$da" "$va"
-	sr_link_add "$nsb" "$db" "$vb"
+	sr_veth_topology "$ipa" "$ipb"
 	gid_of() { # DEV ADDR: DEV's RoCE v2 GID index for ADDR, once it exists
 		wait_for "sr_gid_index $1 $2" 10 || fail "$1 has no RoCE v2 GID for $2"
 		sr_gid_index "$1" "$2"

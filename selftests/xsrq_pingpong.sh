@@ -62,11 +62,7 @@ xp() {
 	sr_untrapped ns_exec "$sns" timeout 150 "${common[@]}" -c "$ncli" -d "$sdev" -g "$sgid" \
 		>"$tmp/$tag.srv" 2>&1 &
 	spid=$!
-	if ! wait_for "sr_listening $sns $port" 20; then
-		kill "$spid" 2>/dev/null || true
-		wait "$spid" 2>/dev/null || true
-		why="server did not listen on TCP $port"
-	else
+	if sr_server_listens "$spid" "$sns" "$port"; then
 		for ((i = 0; i < ncli; i++)); do
 			sr_untrapped ns_exec "$cns" timeout 120 "${common[@]}" -d "$cdev" -g "$cgid" "$addr" \
 				>"$tmp/$tag.cli$i" 2>&1 &

@@ -50,26 +50,13 @@ say "kernel $kver; tests: ${tests[*]}"
 
 t0=$SECONDS
 obj=$ROOT/build/kver/$kver
-mkdir -p "$obj/src"
-sync_src() { # SRC DST
-	rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' \
-		--exclude='.*.cmd' --exclude='*.a' --exclude='modules.order' --exclude='Module.symvers' \
-		--exclude='/proto/test' "$1/" "$2/"
-}
-sync_src "$ROOT/kernel" "$obj/src/kernel"
-sync_src "$ROOT/include" "$obj/src/include"
-sync_src "$ROOT/selftests/kverbs" "$obj/src/kverbs"
-build_mod() { # DIR
-	local log=$obj/build-${1##*/}.log
-
-	make -s -C "/lib/modules/$kver/build" M="$1" W=1 modules >"$log" 2>&1 || {
-		cat "$log" >&2
-		die "building ${1#"$ROOT"/} for $kver failed"
-	}
-	! grep -E 'warning:' "$log" >&2 || die "building ${1#"$ROOT"/} for $kver: warnings (above)"
-}
-build_mod "$obj/src/kernel"
-build_mod "$obj/src/kverbs"
+# shellcheck source=tools/modcopy.sh
+source "$ROOT/tools/modcopy.sh"
+modcopy_sync "$obj"
+for m in kernel kverbs; do
+	modcopy_build "/lib/modules/$kver/build" "$obj/src/$m" "$kver" ||
+		die "building $m for $kver: warnings (above)"
+done
 say "sroce.ko and sroce_kverbs_test.ko built W=1 for $kver, no warnings ($((SECONDS - t0)) s)"
 
 export SROCE_KO=$obj/src/kernel/sroce.ko

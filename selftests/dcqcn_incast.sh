@@ -744,10 +744,14 @@ check_marks() {
 # utilisation >= 0.80, backlog below RED's max, convergence within 8 s.
 check_on() {
 	local tag=$1 marks=${S[q_marked]} sent=${S[cnp_sent]} i d r h g
-	awk -v j="${S[jain]}" 'BEGIN { exit !(j >= 0.95) }' || bad "$tag: Jain index ${S[jain]} < 0.95 (${S[flow_mbps]})"
-	awk -v u="${S[util]}" 'BEGIN { exit !(u >= 0.80) }' || bad "$tag: utilisation ${S[util]} < 0.80 of $cap Mbit/s"
+	# (Each failure says how the flows' DCQCN rates and the pacer did.)
+	local why="DCQCN rates ${S[flow_dcqcn]:-?}, paced QPs sent ${S[pace_eff]:-?} of theirs"
+	awk -v j="${S[jain]}" 'BEGIN { exit !(j >= 0.95) }' ||
+		bad "$tag: Jain index ${S[jain]} < 0.95 (${S[flow_mbps]}; $why)"
+	awk -v u="${S[util]}" 'BEGIN { exit !(u >= 0.80) }' ||
+		bad "$tag: utilisation ${S[util]} < 0.80 of $cap Mbit/s ($why)"
 	if [[ -z ${S[backlog_max]} ]] || ((S[backlog_max] >= red_max)); then
-		bad "$tag: the backlog reached ${S[backlog_max]:-?} B in the steady window, RED max is $red_max B"
+		bad "$tag: the backlog reached ${S[backlog_max]:-?} B in the steady window, RED max is $red_max B ($why)"
 	fi
 	# Nothing lost and nothing resent once DCQCN has the flows in hand. An
 	# incast's start - every QP sends unpaced until its first CNP - can

@@ -16,7 +16,9 @@
 #   --claim DIR  guests that share DIR (tools/vm/run --share) share out their
 #             tests as they go: a test runs only in the guest that first
 #             creates DIR/TEST (mkdir is atomic); one another guest took is
-#             not reported here (it is there), and the TAP plan comes last
+#             not reported here (it is there), and the TAP plan comes last;
+#             when a test ends, DIR/TEST/done appears (tools/test-all.sh
+#             waits for it to start the other guests after the timing tests)
 #   --steal   with --claim: once its own tests are done, this guest runs
 #             those of these (other guests' tests, in the order given) that
 #             no guest has started yet
@@ -46,7 +48,7 @@ while [[ $# -gt 0 ]]; do
 	--timeout) default_timeout=$2; shift ;;
 	--claim) claim=$2; shift ;;
 	--steal) read -ra steal <<<"$2"; shift ;;
-	-h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	*) filters+=("$1") ;;
 	esac
@@ -149,6 +151,7 @@ for ((i = 0; i < ${#queue[@]}; i++)); do
 	if [[ " ${skip_tests[*]} " == *" $name "* ]]; then
 		echo "ok $n $name # SKIP ${SROCE_SKIP_REASON:-in SROCE_SKIP_TESTS}"
 		skipped=$((skipped + 1)) fskipped=$((fskipped + 1))
+		[[ -z $claim ]] || : >"$claim/$name/done"
 		continue
 	fi
 	file=$here/$name.sh
@@ -237,6 +240,7 @@ for ((i = 0; i < ${#queue[@]}; i++)); do
 		fi
 	fi
 	rm -f "$skip_file" "$sub_file"
+	[[ -z $claim ]] || : >"$claim/$name/done"
 done
 
 [[ -z $claim ]] || echo "1..$n"

@@ -263,6 +263,12 @@ def summarise(name, run, t_from, t_to, last, conv):
                if r["dcqcn_limited"] == 1 and r["dcqcn_rate_mbps"]]
         if lim:
             s["pace_eff"] = sum(w for w, _ in lim) / sum(d for _, d in lim)
+        # Each flow's mean DCQCN rate in the window: a flow below its
+        # share by its rate was cut more; one below its rate, starved.
+        fr = {f: mean(r["dcqcn_rate_mbps"] for r in inwin(run["flows"][f])
+                      if r["dcqcn_rate_mbps"] is not None) for f in flows}
+        s["flow_dcqcn"] = ",".join(f"{f}:{fr[f]:.1f}" for f in flows
+                                   if fr[f] is not None)
     if conv:
         flow, tol, hold, width = conv
         s[f"converge_{flow}"] = convergence(run, flow, tol, hold, width, t_to)

@@ -89,12 +89,12 @@ n=0
 # counters_settled: both devices' sent_pkts and rcvd_pkts stay the same over
 # three reads 0.2 s apart (the last ACKs and retransmissions have landed).
 counters_settled() {
-	local prev='' cur i stable=0
+	local before='' cur i stable=0
 	for ((i = 0; i < 100 && stable < 3; i++)); do
 		cur=$(cat "$SR_SYS/$da/ports/1/hw_counters/sent_pkts" "$SR_SYS/$da/ports/1/hw_counters/rcvd_pkts" \
 			"$SR_SYS/$db/ports/1/hw_counters/sent_pkts" "$SR_SYS/$db/ports/1/hw_counters/rcvd_pkts")
-		if [[ $cur == "$prev" ]]; then stable=$((stable + 1)); else stable=0; fi
-		prev=$cur
+		if [[ $cur == "$before" ]]; then stable=$((stable + 1)); else stable=0; fi
+		before=$cur
 		sleep 0.2
 	done
 	((stable >= 3)) || log "note: the counters were still moving after 20 s"

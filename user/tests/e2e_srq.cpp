@@ -459,12 +459,8 @@ void part5_last_wqe()
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s DEVICE GID_INDEX...\n", argv[0]);
-		return 2;
-	}
 	ibv_device **list = nullptr;
-	ctx = e2e_open_device(argv[1], &list);
+	ctx = e2e_open_device_of_args(argc, argv, &list);
 	const int fl = fcntl(ctx->async_fd, F_GETFL);
 	REQUIRE(fl >= 0 && fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0);
 	pd = ibv_alloc_pd(ctx);

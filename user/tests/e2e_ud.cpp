@@ -447,12 +447,8 @@ void run(int gidx)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s DEVICE GID_INDEX...\n", argv[0]);
-		return 2;
-	}
 	ibv_device **list = nullptr;
-	ctx = e2e_open_device(argv[1], &list);
+	ctx = e2e_open_device_of_args(argc, argv, &list);
 	ibv_port_attr pa{};
 	REQUIRE(ibv_query_port(ctx, 1, &pa) == 0);
 	mtu = 128U << pa.active_mtu;

@@ -55,6 +55,21 @@ inline ibv_context *e2e_open_device(const char *name, ibv_device ***list)
 	return ctx;
 }
 
+/*
+ * For a program run as PROGRAM DEVICE GID_INDEX...: the device argv[1]
+ * opened as e2e_open_device does, or with fewer arguments the usage printed
+ * and exit status 2.
+ */
+inline ibv_context *e2e_open_device_of_args(int argc, char **argv,
+					    ibv_device ***list)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s DEVICE GID_INDEX...\n", argv[0]);
+		exit(2);
+	}
+	return e2e_open_device(argv[1], list);
+}
+
 /* How e2e_connect_qp connects a QP; both sides use the same. */
 struct e2e_conn {
 	unsigned access;   /* qp_access_flags */

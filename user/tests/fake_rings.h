@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 namespace sroce::test
@@ -185,6 +186,25 @@ inline ibv_send_wr make_wr(ibv_wr_opcode op, uint64_t wr_id,
 	wr.num_sge = num_sge;
 	wr.send_flags = flags;
 	return wr;
+}
+
+/* A receive WR with the SGE list sg[0..num_sge); the rest zero. */
+inline ibv_recv_wr make_recv_wr(uint64_t wr_id, ibv_sge *sg = nullptr,
+				int num_sge = 0)
+{
+	ibv_recv_wr wr{};
+	wr.wr_id = wr_id;
+	wr.sg_list = sg;
+	wr.num_sge = num_sge;
+	return wr;
+}
+
+/* The WRs of wrs (send or receive) linked in order into one list. */
+template <typename Wrs> void chain(Wrs &wrs)
+{
+	const size_t n = std::size(wrs);
+	for (size_t i = 0; i < n; i++)
+		wrs[i].next = i + 1 < n ? &wrs[i + 1] : nullptr;
 }
 
 /* A CQ bound to a fake ring the test fills as the kernel would. */

@@ -21,6 +21,7 @@ namespace
 {
 
 using namespace sroce;
+using sroce::test::read_cmd;
 using sroce::test::uverbs_pipe;
 
 /* What the stand-in kernel saw and will answer. */
@@ -93,6 +94,14 @@ struct CreateAh : ::testing::Test {
 	{
 		fk = nullptr;
 	}
+
+	/* create_ah must fail, returning no AH and setting errno to err. */
+	void expect_create_fails(ibv_ah_attr attr, int err)
+	{
+		errno = 0;
+		EXPECT_EQ(create_ah_using(fake_cmds, &pd, &attr), nullptr);
+		EXPECT_EQ(errno, err);
+	}
 };
 
 TEST_F(CreateAh, KeepsTheAhNumber)
@@ -119,31 +128,23 @@ TEST_F(CreateAh, RoceNeedsAGrh)
 	attr.is_global = 0;
 	attr.dlid = 5;
 
-	errno = 0;
-	EXPECT_EQ(create_ah_using(fake_cmds, &pd, &attr), nullptr);
-	EXPECT_EQ(errno, EINVAL);
+	expect_create_fails(attr, EINVAL);
 	EXPECT_EQ(k.creates, 0) << "refused before asking the kernel";
 }
 
 TEST_F(CreateAh, KernelErrorIsErrno)
 {
-	ibv_ah_attr attr = roce_attr();
 	k.create_ret = ENOMEM;
 
-	errno = 0;
-	EXPECT_EQ(create_ah_using(fake_cmds, &pd, &attr), nullptr);
-	EXPECT_EQ(errno, ENOMEM);
+	expect_create_fails(roce_attr(), ENOMEM);
 	EXPECT_EQ(k.destroys, 0) << "nothing was created";
 }
 
 TEST_F(CreateAh, NoAhNumberIsEprotoAndUndone)
 {
-	ibv_ah_attr attr = roce_attr();
 	k.ah_num = 0;
 
-	errno = 0;
-	EXPECT_EQ(create_ah_using(fake_cmds, &pd, &attr), nullptr);
-	EXPECT_EQ(errno, EPROTO);
+	expect_create_fails(roce_attr(), EPROTO);
 	EXPECT_EQ(k.destroys, 1) << "the kernel AH must not leak";
 }
 
@@ -192,14 +193,12 @@ TEST(CreateAhCommand, WhatTheKernelIsAsked)
 		sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_destroy_ah);
 	ASSERT_EQ(b.size(), create_len + destroy_len);
 
-	ib_uverbs_cmd_hdr hdr{};
-	memcpy(&hdr, b.data(), sizeof(hdr));
-	EXPECT_EQ(hdr.command, unsigned{IB_USER_VERBS_CMD_CREATE_AH});
-	EXPECT_EQ(hdr.in_words, create_len / 4);
-	EXPECT_EQ(hdr.out_words, 3U) << "room for sroce_create_ah_resp";
+	const auto create = read_cmd<ib_uverbs_create_ah>(b);
+	EXPECT_EQ(create.hdr.command, unsigned{IB_USER_VERBS_CMD_CREATE_AH});
+	EXPECT_EQ(create.hdr.in_words, create_len / 4);
+	EXPECT_EQ(create.hdr.out_words, 3U) << "room for sroce_create_ah_resp";
 
-	ib_uverbs_create_ah cmd{};
-	memcpy(&cmd, b.data() + sizeof(hdr), sizeof(cmd));
+	const ib_uverbs_create_ah &cmd = create.req;
 	EXPECT_NE(cmd.response, 0U);
 	EXPECT_EQ(cmd.pd_handle, 7U);
 	EXPECT_EQ(cmd.attr.is_global, 1);
@@ -209,11 +208,9 @@ TEST(CreateAhCommand, WhatTheKernelIsAsked)
 	EXPECT_EQ(memcmp(cmd.attr.grh.dgid, attr.grh.dgid.raw, 16), 0);
 
 	/* EPROTO undid the kernel object: DESTROY_AH of the same handle. */
-	memcpy(&hdr, b.data() + create_len, sizeof(hdr));
-	EXPECT_EQ(hdr.command, unsigned{IB_USER_VERBS_CMD_DESTROY_AH});
-	ib_uverbs_destroy_ah d{};
-	memcpy(&d, b.data() + create_len + sizeof(hdr), sizeof(d));
-	EXPECT_EQ(d.ah_handle, 0U); /* the zero response's handle */
+	const auto d = read_cmd<ib_uverbs_destroy_ah>(b, create_len);
+	EXPECT_EQ(d.hdr.command, unsigned{IB_USER_VERBS_CMD_DESTROY_AH});
+	EXPECT_EQ(d.req.ah_handle, 0U); /* the zero response's handle */
 }
 
 } // namespace

@@ -21,6 +21,7 @@ namespace
 {
 
 using namespace sroce;
+using sroce::test::read_cmd;
 using sroce::test::uverbs_pipe;
 
 void *test_alloc(struct ibv_pd * /*pd*/, void * /*pd_context*/, size_t /*size*/,
@@ -164,12 +165,9 @@ TEST_F(ParentDomain, PdIsBusyUntilItsParentDomainsAreGone)
 	const std::vector<unsigned char> buf = p.drain();
 	ASSERT_EQ(buf.size(),
 		  sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_dealloc_pd));
-	ib_uverbs_cmd_hdr hdr{};
-	memcpy(&hdr, buf.data(), sizeof(hdr));
-	EXPECT_EQ(hdr.command, unsigned{IB_USER_VERBS_CMD_DEALLOC_PD});
-	ib_uverbs_dealloc_pd req{};
-	memcpy(&req, buf.data() + sizeof(hdr), sizeof(req));
-	EXPECT_EQ(req.pd_handle, 7U);
+	const auto cmd = read_cmd<ib_uverbs_dealloc_pd>(buf);
+	EXPECT_EQ(cmd.hdr.command, unsigned{IB_USER_VERBS_CMD_DEALLOC_PD});
+	EXPECT_EQ(cmd.req.pd_handle, 7U);
 }
 
 TEST_F(ParentDomain, OfAParentDomainStandsForTheSamePd)
@@ -229,12 +227,9 @@ TEST_F(ParentDomain, RegMrAsksForThePd)
 	const std::vector<unsigned char> b = p.drain();
 	ASSERT_GE(b.size(),
 		  sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_reg_mr));
-	ib_uverbs_cmd_hdr hdr{};
-	memcpy(&hdr, b.data(), sizeof(hdr));
-	EXPECT_EQ(hdr.command, unsigned{IB_USER_VERBS_CMD_REG_MR});
-	ib_uverbs_reg_mr req{};
-	memcpy(&req, b.data() + sizeof(hdr), sizeof(req));
-	EXPECT_EQ(req.pd_handle, 7U);
+	const auto cmd = read_cmd<ib_uverbs_reg_mr>(b);
+	EXPECT_EQ(cmd.hdr.command, unsigned{IB_USER_VERBS_CMD_REG_MR});
+	EXPECT_EQ(cmd.req.pd_handle, 7U);
 
 	EXPECT_EQ(dereg_mr(reinterpret_cast<verbs_mr *>(mr)), 0);
 	EXPECT_EQ(dealloc_pd(ibpd), 0);
@@ -258,12 +253,9 @@ TEST_F(ParentDomain, CreateAhAsksForThePd)
 	const std::vector<unsigned char> b = p.drain();
 	ASSERT_GE(b.size(),
 		  sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_create_ah));
-	ib_uverbs_cmd_hdr hdr{};
-	memcpy(&hdr, b.data(), sizeof(hdr));
-	EXPECT_EQ(hdr.command, unsigned{IB_USER_VERBS_CMD_CREATE_AH});
-	ib_uverbs_create_ah req{};
-	memcpy(&req, b.data() + sizeof(hdr), sizeof(req));
-	EXPECT_EQ(req.pd_handle, 7U);
+	const auto cmd = read_cmd<ib_uverbs_create_ah>(b);
+	EXPECT_EQ(cmd.hdr.command, unsigned{IB_USER_VERBS_CMD_CREATE_AH});
+	EXPECT_EQ(cmd.req.pd_handle, 7U);
 	EXPECT_EQ(dealloc_pd(ibpd), 0);
 }
 

@@ -205,8 +205,7 @@ TEST_F(PostSend, EveryRcOpcode)
 		wrs.push_back(w);
 		want.push_back(h);
 	}
-	for (size_t i = 0; i + 1 < wrs.size(); i++)
-		wrs[i].next = &wrs[i + 1];
+	chain(wrs);
 
 	ibv_send_wr *bad = nullptr;
 	ASSERT_EQ(post_send(f.ibqp(), wrs.data(), &bad), 0);
@@ -471,11 +470,9 @@ TEST_F(PostSend, RejectsWithTheRightErrnoAndBadWr)
 TEST_F(PostSend, FullRingIsEnomem)
 {
 	std::vector<ibv_send_wr> wrs(20);
-	for (size_t i = 0; i < wrs.size(); i++) {
+	for (size_t i = 0; i < wrs.size(); i++)
 		wrs[i] = make_wr(IBV_WR_SEND, i, sg.data(), 1);
-		if (i + 1 < wrs.size())
-			wrs[i].next = &wrs[i + 1];
-	}
+	chain(wrs);
 	ibv_send_wr *bad = nullptr;
 
 	EXPECT_EQ(post_send(f.ibqp(), wrs.data(), &bad), ENOMEM);
@@ -595,13 +592,8 @@ TEST(PostRecv, EncodesAndNeverRingsADoorbell)
 {
 	fake_qp f{IBV_QPT_RC, make_cap(4, 1, 0, 4, 3)};
 	ibv_sge sg[3] = {{0x10, 1, 2}, {0x20, 3, 4}, {0x30, 5, 6}};
-	ibv_recv_wr wr[2] = {};
-	wr[0].wr_id = 0x1234;
-	wr[0].sg_list = sg;
-	wr[0].num_sge = 3;
-	wr[0].next = &wr[1];
-	wr[1].wr_id = 0x5678;
-	wr[1].num_sge = 0;
+	ibv_recv_wr wr[2] = {make_recv_wr(0x1234, sg, 3), make_recv_wr(0x5678)};
+	chain(wr);
 	ibv_recv_wr *bad = nullptr;
 
 	ASSERT_EQ(post_recv(f.ibqp(), wr, &bad), 0);
@@ -628,8 +620,7 @@ TEST(PostRecv, EncodesAndNeverRingsADoorbell)
 
 	/* Full after two more; ENOMEM points at the first that missed. */
 	ibv_recv_wr more[3] = {};
-	more[0].next = &more[1];
-	more[1].next = &more[2];
+	chain(more);
 	EXPECT_EQ(post_recv(f.ibqp(), more, &bad), ENOMEM);
 	EXPECT_EQ(bad, &more[2]);
 	EXPECT_EQ(f.rq.producer(), 4U);

@@ -111,14 +111,11 @@ TEST(PostSendMt, EveryWqeExactlyOnceInOrder)
 				std::vector<ibv_send_wr> wr(batch);
 				for (uint32_t i = 0; i < batch; i++) {
 					sg[i] = {tag(t, seq + i), 1, t};
-					wr[i] = {};
-					wr[i].wr_id = tag(t, seq + i);
-					wr[i].opcode = IBV_WR_SEND;
-					wr[i].sg_list = &sg[i];
-					wr[i].num_sge = 1;
-					wr[i].next = i + 1 < batch ? &wr[i + 1]
-								   : nullptr;
+					wr[i] = make_wr(IBV_WR_SEND,
+							tag(t, seq + i), &sg[i],
+							1, 0);
 				}
+				chain(wr);
 				ibv_send_wr *bad = nullptr;
 				const int ret =
 					post_send(f.ibqp(), wr.data(), &bad);

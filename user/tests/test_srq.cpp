@@ -76,14 +76,9 @@ TEST(PostSrqRecv, EncodesLikeAnRq)
 	fake_srq f(8, 3);
 	ibv_sge sg[3] = {
 		{0x1000, 10, 0x11}, {0x2000, 20, 0x22}, {0x3000, 30, 0x33}};
-	ibv_recv_wr wr[2] = {};
-	wr[0].wr_id = 0xabc;
-	wr[0].sg_list = sg;
-	wr[0].num_sge = 3;
-	wr[0].next = &wr[1];
-	wr[1].wr_id = 0xdef;
-	wr[1].sg_list = sg;
-	wr[1].num_sge = 1;
+	ibv_recv_wr wr[2] = {make_recv_wr(0xabc, sg, 3),
+			     make_recv_wr(0xdef, sg, 1)};
+	chain(wr);
 	ibv_recv_wr *bad = nullptr;
 
 	ASSERT_EQ(post_srq_recv(f.ibsrq(), wr, &bad), 0);
@@ -106,12 +101,9 @@ TEST(PostSrqRecv, TooManySgesIsEinvalAndStopsThere)
 	fake_srq f(8, 2);
 	ibv_sge sg[3] = {};
 	ibv_recv_wr wr[3] = {};
-	for (auto &w : wr) {
-		w.sg_list = sg;
-		w.num_sge = 1;
-	}
-	wr[0].next = &wr[1];
-	wr[1].next = &wr[2];
+	for (auto &w : wr)
+		w = make_recv_wr(0, sg, 1);
+	chain(wr);
 	wr[1].num_sge = 3;
 	ibv_recv_wr *bad = nullptr;
 
@@ -130,10 +122,9 @@ TEST(PostSrqRecv, FullIsEnomemUntilTheKernelConsumes)
 {
 	fake_srq f(4, 1);
 	ibv_recv_wr wr[6] = {};
-	for (size_t i = 0; i < 6; i++) {
-		wr[i].wr_id = i;
-		wr[i].next = i + 1 < 6 ? &wr[i + 1] : nullptr;
-	}
+	for (size_t i = 0; i < 6; i++)
+		wr[i] = make_recv_wr(i);
+	chain(wr);
 	ibv_recv_wr *bad = nullptr;
 
 	EXPECT_EQ(post_srq_recv(f.ibsrq(), wr, &bad), ENOMEM);
@@ -157,10 +148,9 @@ TEST(PostSrqRecv, IndicesWrapAt2To32)
 {
 	fake_srq f(4, 1, UINT32_MAX - 1);
 	ibv_recv_wr wr[4] = {};
-	for (size_t i = 0; i < 4; i++) {
-		wr[i].wr_id = 100 + i;
-		wr[i].next = i + 1 < 4 ? &wr[i + 1] : nullptr;
-	}
+	for (size_t i = 0; i < 4; i++)
+		wr[i] = make_recv_wr(100 + i);
+	chain(wr);
 	ibv_recv_wr *bad = nullptr;
 
 	ASSERT_EQ(post_srq_recv(f.ibsrq(), wr, &bad), 0);
@@ -494,11 +484,9 @@ struct SrqLifetime : ::testing::Test {
 		std::vector<ibv_sge> sg(count);
 		for (uint32_t i = 0; i < count; i++) {
 			sg[i] = {first + i, 64, 0x99};
-			wr[i].wr_id = first + i;
-			wr[i].sg_list = &sg[i];
-			wr[i].num_sge = 1;
-			wr[i].next = i + 1 < count ? &wr[i + 1] : nullptr;
+			wr[i] = make_recv_wr(first + i, &sg[i], 1);
 		}
+		chain(wr);
 		ibv_recv_wr *bad = nullptr;
 		return post_srq_recv(s, wr.data(), &bad);
 	}
@@ -783,13 +771,11 @@ TEST_F(SrqCommand, ModifyLimit)
 
 	const std::vector<unsigned char> b = p.drain();
 	ASSERT_EQ(b.size(), 32U) << "hdr + ib_uverbs_modify_srq + mi_addr";
-	ib_uverbs_cmd_hdr hdr{};
-	memcpy(&hdr, b.data(), sizeof(hdr));
-	EXPECT_EQ(hdr.command, unsigned{IB_USER_VERBS_CMD_MODIFY_SRQ});
-	EXPECT_EQ(hdr.in_words, 8U);
-	EXPECT_EQ(hdr.out_words, 0U);
-	ib_uverbs_modify_srq core{};
-	memcpy(&core, b.data() + sizeof(hdr), sizeof(core));
+	const auto cmd = read_cmd<ib_uverbs_modify_srq>(b);
+	EXPECT_EQ(cmd.hdr.command, unsigned{IB_USER_VERBS_CMD_MODIFY_SRQ});
+	EXPECT_EQ(cmd.hdr.in_words, 8U);
+	EXPECT_EQ(cmd.hdr.out_words, 0U);
+	const ib_uverbs_modify_srq &core = cmd.req;
 	EXPECT_EQ(core.srq_handle, 0x1234U);
 	EXPECT_EQ(core.attr_mask, unsigned{IBV_SRQ_LIMIT});
 	EXPECT_EQ(core.srq_limit, 3U);
@@ -809,12 +795,10 @@ TEST_F(SrqCommand, ModifyMaxWrCarriesTheReplyAddress)
 
 	const std::vector<unsigned char> b = p.drain();
 	ASSERT_EQ(b.size(), 32U);
-	ib_uverbs_cmd_hdr hdr{};
-	memcpy(&hdr, b.data(), sizeof(hdr));
-	EXPECT_EQ(hdr.command, unsigned{IB_USER_VERBS_CMD_MODIFY_SRQ});
-	EXPECT_EQ(hdr.in_words, 8U);
-	ib_uverbs_modify_srq core{};
-	memcpy(&core, b.data() + sizeof(hdr), sizeof(core));
+	const auto cmd = read_cmd<ib_uverbs_modify_srq>(b);
+	EXPECT_EQ(cmd.hdr.command, unsigned{IB_USER_VERBS_CMD_MODIFY_SRQ});
+	EXPECT_EQ(cmd.hdr.in_words, 8U);
+	const ib_uverbs_modify_srq &core = cmd.req;
 	EXPECT_EQ(core.attr_mask, unsigned{IBV_SRQ_MAX_WR});
 	EXPECT_EQ(core.max_wr, 64U);
 	sroce_modify_srq_cmd drv{};

@@ -52,8 +52,7 @@ struct WrApi : ::testing::Test {
 	}
 	void post_ref(std::vector<ibv_send_wr> &wrs)
 	{
-		for (size_t i = 0; i + 1 < wrs.size(); i++)
-			wrs[i].next = &wrs[i + 1];
+		chain(wrs);
 		ibv_send_wr *bad = nullptr;
 		ASSERT_EQ(post_send(ref.ibqp(), wrs.data(), &bad), 0);
 	}

@@ -47,12 +47,11 @@ TEST_F(XrcSend, RemoteSrqnGoesIntoRemoteQpn)
 		make_wr(IBV_WR_RDMA_WRITE, 2, &sg, 1, 0),
 		make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 3, &sg, 1, 0),
 	};
+	chain(wr);
 	wr[0].qp_type.xrc.remote_srqn = 0x123456;
-	wr[0].next = &wr[1];
 	wr[1].wr.rdma.rkey = 0x77;
 	wr[1].wr.rdma.remote_addr = 0x9000;
 	wr[1].qp_type.xrc.remote_srqn = 0x42;
-	wr[1].next = &wr[2];
 	wr[2].wr.atomic.remote_addr = 0x8000;
 	wr[2].wr.atomic.rkey = 0x66;
 	wr[2].wr.atomic.compare_add = 5;
@@ -683,11 +682,9 @@ TEST(XrcCommands, OpenXrcdAsLibibverbsWritesIt)
 	ASSERT_NE(x, nullptr) << errno;
 	const std::vector<unsigned char> b = p.drain();
 	ASSERT_GE(b.size(), sizeof(struct ibv_open_xrcd));
-	ib_uverbs_cmd_hdr hdr{};
-	memcpy(&hdr, b.data(), sizeof(hdr));
-	EXPECT_EQ(hdr.command, IB_USER_VERBS_CMD_OPEN_XRCD);
-	ib_uverbs_open_xrcd req{};
-	memcpy(&req, b.data() + sizeof(hdr), sizeof(req));
+	const auto cmd = read_cmd<ib_uverbs_open_xrcd>(b);
+	EXPECT_EQ(cmd.hdr.command, IB_USER_VERBS_CMD_OPEN_XRCD);
+	const ib_uverbs_open_xrcd &req = cmd.req;
 	EXPECT_EQ(req.fd, 17U);
 	EXPECT_EQ(req.oflags, static_cast<__u32>(O_CREAT));
 	EXPECT_EQ(b.size(), sizeof(struct ibv_open_xrcd)) << "no driver udata";
@@ -723,11 +720,9 @@ TEST(XrcCommands, CreateXsrqAsLibibverbsWritesIt)
 	si = nullptr;
 	const std::vector<unsigned char> b = p.drain();
 	ASSERT_GE(b.size(), sizeof(ibv_create_xsrq));
-	ib_uverbs_cmd_hdr hdr{};
-	memcpy(&hdr, b.data(), sizeof(hdr));
-	EXPECT_EQ(hdr.command, IB_USER_VERBS_CMD_CREATE_XSRQ);
-	ib_uverbs_create_xsrq req{};
-	memcpy(&req, b.data() + sizeof(hdr), sizeof(req));
+	const auto cmd = read_cmd<ib_uverbs_create_xsrq>(b);
+	EXPECT_EQ(cmd.hdr.command, IB_USER_VERBS_CMD_CREATE_XSRQ);
+	const ib_uverbs_create_xsrq &req = cmd.req;
 	EXPECT_EQ(req.srq_type, static_cast<__u8>(IBV_SRQT_XRC));
 	EXPECT_EQ(req.pd_handle, 0x21U);
 	EXPECT_EQ(req.xrcd_handle, 0x22U);

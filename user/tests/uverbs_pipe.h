@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
 #include <vector>
@@ -62,6 +63,30 @@ struct uverbs_pipe {
 		return out;
 	}
 };
+
+/* A command as libibverbs writes it: the header, then the request. */
+template <typename Req> struct written_cmd {
+	ib_uverbs_cmd_hdr hdr{};
+	Req req{};
+};
+
+/*
+ * The command of request type Req at byte off of what drain() gave. The
+ * test checks the length first; a command cut short fails here and reads
+ * as zeros.
+ */
+template <typename Req>
+written_cmd<Req> read_cmd(const std::vector<unsigned char> &b, size_t off = 0)
+{
+	written_cmd<Req> c;
+	if (b.size() < off + sizeof(c.hdr) + sizeof(c.req)) {
+		ADD_FAILURE() << "command at byte " << off << " cut short";
+		return c;
+	}
+	memcpy(&c.hdr, b.data() + off, sizeof(c.hdr));
+	memcpy(&c.req, b.data() + off + sizeof(c.hdr), sizeof(c.req));
+	return c;
+}
 
 } // namespace sroce::test
 

@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <strings.h>
@@ -638,6 +639,37 @@ std::vector<ibv_wc> collect(Endpoint &ep, ibv_cq *cq, size_t n, std::chrono::mil
 		out.insert(out.end(), wc, wc + got);
 	}
 	return out;
+}
+
+std::string recv_wc_mismatch(const ibv_wc &wc, uint32_t qpn, ibv_wc_opcode want, size_t len, bool imm,
+			     uint32_t imm_data)
+{
+	if (wc.qp_num != qpn)
+		return strf("receive completion qp_num 0x%x, expected 0x%x", wc.qp_num, qpn);
+	if (wc.opcode != want)
+		return strf("receive completion opcode %s, expected %s", wc_opcode_str(wc.opcode), wc_opcode_str(want));
+	if (wc.byte_len != len)
+		return strf("receive completion byte_len %u, expected %zu", wc.byte_len, len);
+	if (!!(wc.wc_flags & IBV_WC_WITH_IMM) != imm)
+		return strf("receive completion wc_flags 0x%x: IBV_WC_WITH_IMM %s", wc.wc_flags,
+			    imm ? "missing" : "unexpected");
+	if (imm && be32toh(wc.imm_data) != imm_data)
+		return strf("receive completion imm_data 0x%08x, expected 0x%08x", be32toh(wc.imm_data), imm_data);
+	return "";
+}
+
+int guarded_main(const char *prog, const std::function<int()> &body,
+		 const std::function<int(const Error &)> &on_error)
+{
+	try {
+		return body();
+	} catch (const Error &e) {
+		std::fprintf(stderr, "%s: %s\n", prog, e.what());
+		return on_error ? on_error(e) : 2;
+	} catch (const std::exception &e) {
+		std::fprintf(stderr, "%s: bad argument: %s\n", prog, e.what());
+		return 2;
+	}
 }
 
 } // namespace vt

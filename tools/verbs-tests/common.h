@@ -326,7 +326,21 @@ private:
 // after timeout. Returns what arrived.
 std::vector<ibv_wc> collect(Endpoint &ep, ibv_cq *cq, size_t n, std::chrono::milliseconds timeout);
 
+// What is wrong with wc as the successful receive completion, on QP qpn, of
+// a message of len bytes that should complete with opcode want and, if imm,
+// carry immediate data imm (host order): the first mismatch (its qp_num,
+// opcode, byte_len, IBV_WC_WITH_IMM flag or imm_data), "" if none.
+std::string recv_wc_mismatch(const ibv_wc &wc, uint32_t qpn, ibv_wc_opcode want, size_t len, bool imm,
+			     uint32_t imm_data);
+
 // --- misc ----------------------------------------------------------------------
+
+// main()'s frame for a program that throws: body's exit status, or for an
+// Error it throws "PROG: WHAT" on stderr and exit status on_error(e) (2
+// without on_error), for any other exception "PROG: bad argument: WHAT"
+// and exit status 2.
+int guarded_main(const char *prog, const std::function<int()> &body,
+		 const std::function<int(const Error &)> &on_error = {});
 
 using Clock = std::chrono::steady_clock;
 inline double secs_since(Clock::time_point t)

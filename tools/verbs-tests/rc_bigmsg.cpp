@@ -633,9 +633,9 @@ void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	Options o;
-	enum { O_SIZE = 256, O_SGES, O_OPS, O_SEED, O_TIMEOUT, O_ACKTO, O_THREADS };
-	try {
+	return guarded_main("rc_bigmsg", [&] {
+		Options o;
+		enum { O_SIZE = 256, O_SGES, O_OPS, O_SEED, O_TIMEOUT, O_ACKTO, O_THREADS };
 		int rc = parse_args(argc, argv, o, "h",
 				    {{"size", required_argument, nullptr, O_SIZE},
 				     {"sges", required_argument, nullptr, O_SGES},
@@ -665,16 +665,12 @@ int main(int argc, char **argv)
 			o.seed = clock_seed();
 		std::printf("rc_bigmsg: seed %" PRIu64 " size %zu\n", o.seed, o.size);
 		std::fflush(stdout);
-		Test t(o);
-		return t.run();
-	} catch (const Verdict &e) {
-		std::fprintf(stderr, "rc_bigmsg: FAIL: %s\n", e.what());
-		return 1;
-	} catch (const Error &e) {
-		std::fprintf(stderr, "rc_bigmsg: %s\n", e.what());
-		return 2;
-	} catch (const std::exception &e) {
-		std::fprintf(stderr, "rc_bigmsg: bad argument: %s\n", e.what());
-		return 2;
-	}
+		try {
+			Test t(o);
+			return t.run();
+		} catch (const Verdict &e) {
+			std::fprintf(stderr, "rc_bigmsg: FAIL: %s\n", e.what());
+			return 1;
+		}
+	});
 }

@@ -659,21 +659,10 @@ void Test::handle_recv_wc(int dir, const ibv_wc &wc)
 		fail_op(op, strf("receive completion order: got wr_id %" PRIu64 ", expected %" PRIu64,
 				 wc.wr_id & ~(uint64_t{1} << 63), op->id));
 	rq_[dir].pop_front();
-	if (wc.qp_num != resp.qpn())
-		fail_op(op, strf("receive completion qp_num 0x%x, expected 0x%x", wc.qp_num, resp.qpn()));
 	bool imm = op->kind == K_SEND_IMM || op->kind == K_WRITE_IMM;
 	ibv_wc_opcode want = op->kind == K_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
-	if (wc.opcode != want)
-		fail_op(op, strf("receive completion opcode %s, expected %s", wc_opcode_str(wc.opcode),
-				 wc_opcode_str(want)));
-	if (wc.byte_len != op->len)
-		fail_op(op, strf("receive completion byte_len %u, expected %zu", wc.byte_len, op->len));
-	if (!!(wc.wc_flags & IBV_WC_WITH_IMM) != imm)
-		fail_op(op, strf("receive completion wc_flags 0x%x: IBV_WC_WITH_IMM %s", wc.wc_flags,
-				 imm ? "missing" : "unexpected"));
-	if (imm && wc.imm_data != htobe32(op->imm))
-		fail_op(op, strf("receive completion imm_data 0x%08x, expected 0x%08x", be32toh(wc.imm_data),
-				 op->imm));
+	if (std::string why = recv_wc_mismatch(wc, resp.qpn(), want, op->len, imm, op->imm); !why.empty())
+		fail_op(op, why);
 	bool inv = op->kind == K_SEND_INV;
 	// rdma_rxe (6.1) writes the kernel's ib_wc_flags into its user CQEs:
 	// IB_WC_WITH_INVALIDATE is 1 << 2 there, which is IBV_WC_IP_CSUM_OK to
@@ -738,15 +727,17 @@ void Test::verify(Op &op)
 					  c.what, ep_[c.side]->label.c_str(), c.slot, at, expect, win_lo,
 					  dump.c_str()));
 		};
+		// [lo, hi) holds no data: still at rest (where: "in this gap", ...).
+		auto check_resting = [&](size_t lo, size_t hi, const char *where) {
+			size_t m = check_stream(base + lo, hi - lo, rest, lo);
+			if (m != hi - lo)
+				bad(lo + m, strf("untouched (resting 0x%02x; %zu bad bytes %s)", stream_byte(rest, lo + m),
+						 count_mismatch(base + lo, hi - lo, rest, lo), where)
+						    .c_str());
+		};
 		for (auto &p : pieces) {
-			if (p.off > pos) {
-				size_t m = check_stream(base + pos, p.off - pos, rest, pos);
-				if (m != p.off - pos)
-					bad(pos + m, strf("untouched (resting 0x%02x; %zu bad bytes in this gap)",
-							  stream_byte(rest, pos + m),
-							  count_mismatch(base + pos, p.off - pos, rest, pos))
-							     .c_str());
-			}
+			if (p.off > pos)
+				check_resting(pos, p.off, "in this gap");
 			if (p.literal) {
 				for (size_t i = 0; i < p.len; i++)
 					if (base[p.off + i] != p.lit[i]) {
@@ -769,14 +760,8 @@ void Test::verify(Op &op)
 			}
 			pos = p.off + p.len;
 		}
-		if (c.hi > pos) {
-			size_t m = check_stream(base + pos, c.hi - pos, rest, pos);
-			if (m != c.hi - pos)
-				bad(pos + m, strf("untouched (resting 0x%02x; %zu bad bytes after the data)",
-						  stream_byte(rest, pos + m),
-						  count_mismatch(base + pos, c.hi - pos, rest, pos))
-						     .c_str());
-		}
+		if (c.hi > pos)
+			check_resting(pos, c.hi, "after the data");
 		bytes_verified_ += c.hi - c.lo;
 		// Back to resting.
 		for (auto &p : pieces)
@@ -1263,9 +1248,9 @@ void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	Options o;
-	enum { O_ITERS = 256, O_SEED, O_MAXSIZE, O_DEPTH, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT, O_ACKTO, O_SQD, O_TAP, O_TAPNAMES, O_RXE };
-	try {
+	return guarded_main("rc_integrity", [&] {
+		Options o;
+		enum { O_ITERS = 256, O_SEED, O_MAXSIZE, O_DEPTH, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT, O_ACKTO, O_SQD, O_TAP, O_TAPNAMES, O_RXE };
 		int rc = parse_args(argc, argv, o, "vh",
 				    {{"iters", required_argument, nullptr, O_ITERS},
 				     {"seed", required_argument, nullptr, O_SEED},
@@ -1326,8 +1311,7 @@ int main(int argc, char **argv)
 		std::fflush(stdout);
 		Test t(o);
 		return t.run();
-	} catch (const Error &e) {
-		std::fprintf(stderr, "rc_integrity: %s\n", e.what());
+	}, [](const Error &e) {
 		if (g_tap.tap) {
 			std::string why = g_tap.why.empty() ? e.what() : g_tap.why;
 			for (char &ch : why)
@@ -1337,8 +1321,5 @@ int main(int argc, char **argv)
 				    why.c_str());
 		}
 		return std::string(e.what()) == "verification failed" ? 1 : 2;
-	} catch (const std::exception &e) {
-		std::fprintf(stderr, "rc_integrity: bad argument: %s\n", e.what());
-		return 2;
-	}
+	});
 }

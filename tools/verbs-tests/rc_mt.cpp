@@ -1065,9 +1065,9 @@ void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	Options o;
-	enum { O_THREADS = 256, O_RTHREADS, O_POLLERS, O_MSGS, O_MAXSIZE, O_DEPTH, O_RDEPTH, O_OPS, O_PHASES, O_SEED, O_TIMEOUT };
-	try {
+	return guarded_main("rc_mt", [&] {
+		Options o;
+		enum { O_THREADS = 256, O_RTHREADS, O_POLLERS, O_MSGS, O_MAXSIZE, O_DEPTH, O_RDEPTH, O_OPS, O_PHASES, O_SEED, O_TIMEOUT };
 		int rc = parse_args(argc, argv, o, "vh",
 				    {{"threads", required_argument, nullptr, O_THREADS},
 				     {"recv-threads", required_argument, nullptr, O_RTHREADS},
@@ -1113,11 +1113,5 @@ int main(int argc, char **argv)
 		std::fflush(stdout);
 		Test t(o);
 		return t.run();
-	} catch (const Error &e) {
-		std::fprintf(stderr, "rc_mt: %s\n", e.what());
-		return 2;
-	} catch (const std::exception &e) {
-		std::fprintf(stderr, "rc_mt: bad argument: %s\n", e.what());
-		return 2;
-	}
+	});
 }

@@ -434,6 +434,34 @@ public:
 		return mw->rkey;
 	}
 
+	// One signaled work request on B's QP of pair, by ibv_post_send (fill
+	// sets its opcode and fields) or by the ibv_wr_* API (add adds it between
+	// ibv_wr_start and ibv_wr_complete); then its completion: opcode op,
+	// status want.
+	template <typename Fill, typename Add>
+	void post_b(Api api, int pair, ibv_wc_opcode op, ibv_wc_status want, Fill fill, Add add)
+	{
+		uint64_t id = next_id();
+		int rc;
+		if (api == Api::Post) {
+			ibv_send_wr w{}, *bad = nullptr;
+			w.wr_id = id;
+			w.send_flags = IBV_SEND_SIGNALED;
+			fill(w);
+			rc = ibv_post_send(qb(pair), &w, &bad);
+		} else {
+			ibv_qp_ex *x = qpx(pair);
+			ibv_wr_start(x);
+			x->wr_id = id;
+			x->wr_flags = IBV_SEND_SIGNALED;
+			add(x);
+			rc = ibv_wr_complete(x);
+		}
+		if (!c_.expect(rc == 0, strf("posting returned %d (%s)", rc, strerror(rc))))
+			return;
+		finish_local(id, pair, op, want);
+	}
+
 	// A type 2 bind with key `key` by a BIND_MW work request.
 	void bind2(Api api, ibv_mw *mw, uint32_t key, ibv_mr *mr, size_t off, size_t len, unsigned access,
 		   ibv_wc_status want = IBV_WC_SUCCESS, int pair = 0)
@@ -441,33 +469,20 @@ public:
 		c_.step(strf("%s type 2 key 0x%x to B+%zu len %zu access 0x%x via B's pair %d%s",
 			     api == Api::Post ? "ibv_post_send(IBV_WR_BIND_MW)" : "ibv_wr_bind_mw", key, off, len,
 			     access, pair, want == IBV_WC_SUCCESS ? "" : " fails"));
-		uint64_t id = next_id();
 		ibv_mw_bind_info bi{};
 		bi.mr = mr;
 		bi.addr = baddr(off);
 		bi.length = len;
 		bi.mw_access_flags = access;
-		int rc;
-		if (api == Api::Post) {
-			ibv_send_wr wr{}, *bad = nullptr;
-			wr.wr_id = id;
-			wr.opcode = IBV_WR_BIND_MW;
-			wr.send_flags = IBV_SEND_SIGNALED;
-			wr.bind_mw.mw = mw;
-			wr.bind_mw.rkey = key;
-			wr.bind_mw.bind_info = bi;
-			rc = ibv_post_send(qb(pair), &wr, &bad);
-		} else {
-			ibv_qp_ex *x = qpx(pair);
-			ibv_wr_start(x);
-			x->wr_id = id;
-			x->wr_flags = IBV_SEND_SIGNALED;
-			ibv_wr_bind_mw(x, mw, key, &bi);
-			rc = ibv_wr_complete(x);
-		}
-		if (!c_.expect(rc == 0, strf("posting returned %d (%s)", rc, strerror(rc))))
-			return;
-		finish_local(id, pair, IBV_WC_BIND_MW, want);
+		post_b(
+			api, pair, IBV_WC_BIND_MW, want,
+			[&](ibv_send_wr &w) {
+				w.opcode = IBV_WR_BIND_MW;
+				w.bind_mw.mw = mw;
+				w.bind_mw.rkey = key;
+				w.bind_mw.bind_info = bi;
+			},
+			[&](ibv_qp_ex *x) { ibv_wr_bind_mw(x, mw, key, &bi); });
 	}
 
 	void local_inv(Api api, uint32_t key, int pair = 0, ibv_wc_status want = IBV_WC_SUCCESS)
@@ -475,26 +490,13 @@ public:
 		c_.step(strf("%s of key 0x%x via B's pair %d%s",
 			     api == Api::Post ? "ibv_post_send(IBV_WR_LOCAL_INV)" : "ibv_wr_local_inv", key, pair,
 			     want == IBV_WC_SUCCESS ? "" : " fails"));
-		uint64_t id = next_id();
-		int rc;
-		if (api == Api::Post) {
-			ibv_send_wr wr{}, *bad = nullptr;
-			wr.wr_id = id;
-			wr.opcode = IBV_WR_LOCAL_INV;
-			wr.send_flags = IBV_SEND_SIGNALED;
-			wr.invalidate_rkey = key;
-			rc = ibv_post_send(qb(pair), &wr, &bad);
-		} else {
-			ibv_qp_ex *x = qpx(pair);
-			ibv_wr_start(x);
-			x->wr_id = id;
-			x->wr_flags = IBV_SEND_SIGNALED;
-			ibv_wr_local_inv(x, key);
-			rc = ibv_wr_complete(x);
-		}
-		if (!c_.expect(rc == 0, strf("posting returned %d (%s)", rc, strerror(rc))))
-			return;
-		finish_local(id, pair, IBV_WC_LOCAL_INV, want);
+		post_b(
+			api, pair, IBV_WC_LOCAL_INV, want,
+			[&](ibv_send_wr &w) {
+				w.opcode = IBV_WR_LOCAL_INV;
+				w.invalidate_rkey = key;
+			},
+			[&](ibv_qp_ex *x) { ibv_wr_local_inv(x, key); });
 	}
 
 	// A sends kSendInvLen bytes with SEND_WITH_INV of key to B (pair 0),
@@ -705,6 +707,21 @@ void some_use(Fx &f, uint32_t key, size_t off, size_t len, int pair = 0)
 	f.ok(fadd(key, w, 5, pair));
 }
 
+// What most type 1 cases start from: B's MR (kMrBind) and a type 1 window
+// bound to W1 with every right, through key.
+struct BoundT1 {
+	MrPtr mr;
+	MwPtr mw; // released before mr
+	uint32_t key;
+};
+BoundT1 bound_t1(Fx &f)
+{
+	MrPtr mr = f.reg_b(kMrBind);
+	MwPtr mw = alloc_mw(f.b->pd.get(), IBV_MW_TYPE_1);
+	uint32_t key = f.bind1(mw.get(), mr.get(), kW1Off, kW1Len, kRWA);
+	return {std::move(mr), std::move(mw), key};
+}
+
 struct Env {
 	const Options &opt;
 	StepChecker &chk;
@@ -733,9 +750,7 @@ void c_t1_access(Env &e)
 void c_t1_bounds(Env &e)
 {
 	Fx f(e.opt, e.chk);
-	MrPtr mr = f.reg_b(kMrBind);
-	MwPtr mw = alloc_mw(f.b->pd.get(), IBV_MW_TYPE_1);
-	uint32_t k = f.bind1(mw.get(), mr.get(), kW1Off, kW1Len, kRWA);
+	auto [mr, mw, k] = bound_t1(f);
 	const size_t end = kW1Off + kW1Len;
 	f.ok(wr(k, kW1Off, 64));
 	f.refused(wr(k, kW1Off - 1, 64), "starts one byte before the window");
@@ -779,9 +794,7 @@ void c_t1_rights(Env &e)
 void c_t1_mr_rkey(Env &e)
 {
 	Fx f(e.opt, e.chk);
-	MrPtr mr = f.reg_b(kMrBind);
-	MwPtr mw = alloc_mw(f.b->pd.get(), IBV_MW_TYPE_1);
-	uint32_t k = f.bind1(mw.get(), mr.get(), kW1Off, kW1Len, kRWA);
+	auto [mr, mw, k] = bound_t1(f);
 	f.ok(wr(k, kW1Off, 100));
 	f.refused(wr(mr->rkey, kW1Off, 100), "the MR's own rkey, MR without remote rights");
 	f.refused(rd(mr->rkey, kW1Off, 100), "the MR's own rkey, MR without remote rights");
@@ -792,9 +805,7 @@ void c_t1_mr_rkey(Env &e)
 void c_t1_rebind(Env &e)
 {
 	Fx f(e.opt, e.chk);
-	MrPtr mr = f.reg_b(kMrBind);
-	MwPtr mw = alloc_mw(f.b->pd.get(), IBV_MW_TYPE_1);
-	uint32_t k1 = f.bind1(mw.get(), mr.get(), kW1Off, kW1Len, kRWA);
+	auto [mr, mw, k1] = bound_t1(f);
 	some_use(f, k1, kW1Off, kW1Len);
 	// Rebind to W3, which overlaps W1: the old key is refused even where the
 	// ranges overlap, the new one works on W3 only.
@@ -816,9 +827,7 @@ void c_t1_rebind(Env &e)
 void c_t1_unbind(Env &e)
 {
 	Fx f(e.opt, e.chk);
-	MrPtr mr = f.reg_b(kMrBind);
-	MwPtr mw = alloc_mw(f.b->pd.get(), IBV_MW_TYPE_1);
-	uint32_t k1 = f.bind1(mw.get(), mr.get(), kW1Off, kW1Len, kRWA);
+	auto [mr, mw, k1] = bound_t1(f);
 	some_use(f, k1, kW1Off, kW1Len);
 	uint32_t k2 = f.bind1(mw.get(), nullptr, 0, 0, 0); // length 0: unbind
 	f.refused(wr(k1, kW1Off, 64), "the key of an unbound window");
@@ -875,9 +884,7 @@ void c_t1_bind_errors(Env &e)
 void c_t1_local_inv(Env &e)
 {
 	Fx f(e.opt, e.chk);
-	MrPtr mr = f.reg_b(kMrBind);
-	MwPtr mw = alloc_mw(f.b->pd.get(), IBV_MW_TYPE_1);
-	uint32_t k = f.bind1(mw.get(), mr.get(), kW1Off, kW1Len, kRWA);
+	auto [mr, mw, k] = bound_t1(f);
 	f.local_inv(Fx::Api::Post, k, 0, Fx::kAnyError);
 	some_use(f, k, kW1Off, kW1Len);
 	f.local_inv(Fx::Api::Wr, mr->rkey, 0, Fx::kAnyError);
@@ -891,9 +898,7 @@ void c_t1_key_as_lkey(Env &e)
 {
 	StepChecker &c = e.chk;
 	Fx f(e.opt, e.chk);
-	MrPtr mr = f.reg_b(kMrBind);
-	MwPtr mw = alloc_mw(f.b->pd.get(), IBV_MW_TYPE_1);
-	uint32_t k = f.bind1(mw.get(), mr.get(), kW1Off, kW1Len, kRWA);
+	auto [mr, mw, k] = bound_t1(f);
 	c.step("B: SEND from its buffer with the window's key as lkey fails with LOC_PROT_ERR");
 	ibv_sge rs{f.abuf.addr() + kSinkOff, 256, f.amr->lkey};
 	ibv_recv_wr rwr{}, *rbad = nullptr;

@@ -652,20 +652,10 @@ void Test::on_recv_wc(const ibv_wc &wc)
 		fail(op, strf("receive completion order: wr_id %" PRIu64 ", expected %" PRIu64,
 			      wc.wr_id & ~kRecvTag, op->id));
 	rq_.pop_front();
-	if (wc.qp_num != ep_->qpn())
-		fail(op, strf("receive completion qp_num 0x%x, expected 0x%x", wc.qp_num, ep_->qpn()));
 	bool imm = op->kind == K_SEND_IMM || op->kind == K_WRITE_IMM;
 	ibv_wc_opcode want = op->kind == K_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
-	if (wc.opcode != want)
-		fail(op, strf("receive completion opcode %s, expected %s", wc_opcode_str(wc.opcode),
-			      wc_opcode_str(want)));
-	if (wc.byte_len != op->len)
-		fail(op, strf("receive completion byte_len %u, expected %zu", wc.byte_len, op->len));
-	if (!!(wc.wc_flags & IBV_WC_WITH_IMM) != imm)
-		fail(op, strf("receive completion wc_flags 0x%x: IBV_WC_WITH_IMM %s", wc.wc_flags,
-			      imm ? "missing" : "unexpected"));
-	if (imm && be32toh(wc.imm_data) != op->imm)
-		fail(op, strf("receive completion imm_data 0x%08x, expected 0x%08x", be32toh(wc.imm_data), op->imm));
+	if (std::string why = recv_wc_mismatch(wc, ep_->qpn(), want, op->len, imm, op->imm); !why.empty())
+		fail(op, why);
 }
 
 // Step 3 (the waiting): until this side's requests and receives are complete.

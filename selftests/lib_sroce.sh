@@ -680,6 +680,27 @@ sr_reorder_setup() {
 	netem="delay 1ms 1ms loss 2% duplicate 2%"
 }
 
+# sr_netem NS DEV: $netem on DEV's egress for every packet but those to QP1
+# (IPv4, UDP 4791, BTH DestQP 1: the RDMA CM's MADs). These tests judge the
+# RC data path. The CM's DREQ is sent once when rping's client disconnects
+# and destroys its ID at once (the kernel CM cancels its retries): a lost
+# DREQ leaves the server waiting for a disconnect that never comes, whatever
+# the transport does (debug lane, 2026-12-06: the client ended all 200
+# iterations, the server ran into its time limit).
+sr_netem() {
+	local ns=$1 dev=$2
+	# Band 0 unimpaired, band 1 (the default for every priority) netem.
+	check tc -n "$ns" qdisc add dev "$dev" root handle 1: prio bands 2 \
+		priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1
+	# shellcheck disable=SC2086 # netem takes its words apart
+	check tc -n "$ns" qdisc add dev "$dev" parent 1:2 handle 20: netem $netem
+	# The BTH follows a 20-byte IPv4 header and the UDP header: its DestQP
+	# is the low 24 bits of the word at byte 32.
+	check tc -n "$ns" filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
+		match ip protocol 17 0xff match ip dport 4791 0xffff \
+		match u32 0x00000001 0x00ffffff at 32 flowid 1:1
+}
+
 # sr_vt_topology N [v6l]: the topology of the tests that run a verbs test
 # program (build/verbs-tests) between two devices and on one looping back:
 # sr_veth_topology with 10.N.0.1/24 and fdN::1/64 (A), 10.N.0.2/24 and

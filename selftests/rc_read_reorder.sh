@@ -27,8 +27,7 @@ export SR_TAG=rr # name prefix, see lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 sr_reorder_setup 83
-# shellcheck disable=SC2086 # netem takes its words apart
-check tc -n "$nsb" qdisc add dev "$vb" root netem $netem
+sr_netem "$nsb" "$vb"
 log "netem on $vb (B -> A: the READ responses): $netem"
 
 subtest_begin "READ responses reordered, lost, duplicated: rping -V 200 x 16 KiB"

@@ -57,8 +57,7 @@ counters() {
 	echo "$line"
 }
 
-# shellcheck disable=SC2086 # netem takes its words apart
-check tc -n "$nsa" qdisc add dev "$va" root netem $netem
+sr_netem "$nsa" "$va"
 log "netem on $va (A -> B: A's requests): $netem"
 why=
 placed0=$(sr_hwc "$db" out_of_seq_placed)
@@ -76,7 +75,7 @@ fi
 subtest_verdict "requests reordered, lost, duplicated: rping -V 200 x 16 KiB" "$why"
 
 # shellcheck disable=SC2086
-check tc -n "$nsb" qdisc add dev "$vb" root netem $netem
+sr_netem "$nsb" "$vb"
 log "netem on $vb too (B -> A): $netem"
 why=
 t0=$(($(sr_hwc "$da" retry_timeouts) + $(sr_hwc "$db" retry_timeouts)))

@@ -690,10 +690,12 @@ sr_reorder_setup() {
 # The debug kernel (tools/debug-kernel/debug.config) has neither the prio
 # qdisc nor the u32 classifier: there every packet gets $netem, with a note.
 sr_netem() {
-	local ns=$1 dev=$2
+	local ns=$1 dev=$2 err
 	# Band 0 unimpaired, band 1 (the default for every priority) netem.
-	if ! tc -n "$ns" qdisc add dev "$dev" root handle 1: prio bands 2 \
-		priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 2>/dev/null; then
+	if ! err=$(tc -n "$ns" qdisc add dev "$dev" root handle 1: prio bands 2 \
+		priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 2>&1); then
+		# Only a kernel without the prio qdisc falls back; any other error fails.
+		[[ $err == *"qdisc kind is unknown"* ]] || fail "tc qdisc add dev $dev root prio: $err"
 		log "NOTE: no prio qdisc here: netem on every packet, the CM's too (a lost DREQ can leave rping's server waiting)"
 		# shellcheck disable=SC2086 # netem takes its words apart
 		check tc -n "$ns" qdisc add dev "$dev" root netem $netem

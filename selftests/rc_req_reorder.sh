@@ -74,7 +74,6 @@ if rping_case "requests impaired"; then
 fi
 subtest_verdict "requests reordered, lost, duplicated: rping -V 200 x 16 KiB" "$why"
 
-# shellcheck disable=SC2086
 sr_netem "$nsb" "$vb"
 log "netem on $vb too (B -> A): $netem"
 why=

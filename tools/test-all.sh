@@ -116,7 +116,7 @@ source "$ROOT/tools/deal.sh"
 # 2026-12-02: utilisation 0.70 on-4). Beside the other guest at nice 5,
 # on-4's Jain index came to 0.949 against 0.95 (2026-12-02); at nice 10,
 # on-2-late's came to 0.925 (CI, 2026-12-05), and here the backlog passed
-# RED's max in 1 of 3 runs. The other guests still run at nice
+# RED's max in 1 of 6 runs. The other guests still run at nice
 # SROCE_TEST_NICE (10), so guest 0 has the CPU when it needs it.
 timing=" ${SROCE_TIMING_TESTS-dcqcn_incast dcqcn_basic} "
 deal "$guests" < <(for t in "${all_tests[@]}"; do

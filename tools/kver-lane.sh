@@ -10,6 +10,7 @@
 #   LANE_KVER=VERSION   the kernel (default: the newest installed image of
 #                       SROCE_LANE_KSERIES with its headers)
 #   LANE_TIMEOUT=S      the guest's limit (default 1500)
+#   LANE_BOOT_TIMEOUT=S its limit to boot (default 120)
 # The modules are built from a copy of the sources in build/kver/VERSION
 # (kernel/ keeps the main lane's objects). Exit status: the guest's.
 set -euo pipefail
@@ -62,7 +63,8 @@ say "sroce.ko and sroce_kverbs_test.ko built W=1 for $kver, no warnings ($((SECO
 export SROCE_KO=$obj/src/kernel/sroce.ko
 export SROCE_KVERBS_KO=$obj/src/kverbs/sroce_kverbs_test.ko
 rc=0
-"$ROOT/tools/vm/run" --kver "$kver" --timeout "${LANE_TIMEOUT:-1500}" --mem 4G -- \
+"$ROOT/tools/vm/run" --kver "$kver" --timeout "${LANE_TIMEOUT:-1500}" \
+	--boot-timeout "${LANE_BOOT_TIMEOUT:-120}" --mem 4G -- \
 	selftests/run.sh "${tests[@]}" || rc=$?
 say "guest: exit $rc after $((SECONDS - t0)) s"
 exit "$rc"

@@ -100,6 +100,16 @@ topology() {
 	veth_pair "$nsa" "$va" "$nsb" "$vb"
 	check ip -n "$nsa" addr add 10.84.0.1/24 dev "$va"
 	check ip -n "$nsb" addr add 10.84.0.2/24 dev "$vb"
+	# Each side knows the other's MAC for good: part 2's netem drops and
+	# delays ARP too, and a QP's move to RTR resolves its peer's MAC within
+	# 1 s (ib_core's rdma_addr_find_l2_eth_by_grh), so one lost ARP packet
+	# failed ibv_modify_qp with ETIMEDOUT before any traffic (debug lane,
+	# 2026-12-06, "loss 5% ecn"). The test is about QP teardown, not ARP.
+	local mac_a mac_b
+	mac_a=$(ip -n "$nsa" -j link show dev "$va" | jq -r '.[0].address')
+	mac_b=$(ip -n "$nsb" -j link show dev "$vb" | jq -r '.[0].address')
+	check ip -n "$nsa" neigh replace 10.84.0.2 lladdr "$mac_b" dev "$va" nud permanent
+	check ip -n "$nsb" neigh replace 10.84.0.1 lladdr "$mac_a" dev "$vb" nud permanent
 	links
 }
 links() {

@@ -201,6 +201,9 @@ sr_expect_port() {
 	sr_expect_eq "$name rdma link state" "$(sr_link_field "$name" state)" "$want"
 }
 
+# sr_mac NS DEV: DEV's MAC address, as ip prints it (aa:bb:cc:dd:ee:ff).
+sr_mac() { ip -n "$1" -j link show dev "$2" | jq -r '.[0].address'; }
+
 # sr_guid_of_mac MAC: the EUI-64 node GUID sroce derives from MAC, formatted
 # like sysfs node_guid (xxxx:xxxx:xxxx:xxxx).
 sr_guid_of_mac() {

@@ -92,8 +92,8 @@ if ((${#py_cases[@]})); then
 	gb=$(gid_of "$db" "$ipb")
 	wait_for "sr_ping $nsa $ipb" 10 || fail "no ping from $nsa to $ipb"
 	wait_for "sr_ping $nsb $ipa" 10 || fail "no ping from $nsb to $ipa"
-	mac_a=$(ip -n "$nsa" -j link show dev "$va" | jq -r '.[0].address')
-	mac_b=$(ip -n "$nsb" -j link show dev "$vb" | jq -r '.[0].address')
+	mac_a=$(sr_mac "$nsa" "$va")
+	mac_b=$(sr_mac "$nsb" "$vb")
 	args=(--ns "$nsa" --ifname "$va" --src-mac "$mac_a" --dst-mac "$mac_b" --src-ip "$ipa"
 		--dst-ip "$ipb" --dev "$db" --peer-dev "$da" --gid-index "$gb" --peer-gid-index "$ga"
 		--peer-ns "$nsb" --peer-ifname "$vb" --cases "$(IFS=,; echo "${py_cases[*]}")"

@@ -30,8 +30,8 @@ log "initial namespace 4791 sockets (rxe): $init_socks"
 ns_create "$ns1"
 ns_create "$ns2"
 veth_pair "$ns1" "$va" "$ns2" "$vb"
-maca=$(ip -n "$ns1" -j link show "$va" | jq -r '.[0].address')
-macb=$(ip -n "$ns2" -j link show "$vb" | jq -r '.[0].address')
+maca=$(sr_mac "$ns1" "$va")
+macb=$(sr_mac "$ns2" "$vb")
 check ip -n "$ns1" addr add 192.0.2.1/24 dev "$va"
 check ip -n "$ns2" addr add 192.0.2.2/24 dev "$vb"
 

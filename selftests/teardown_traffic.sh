@@ -106,8 +106,8 @@ topology() {
 	# failed ibv_modify_qp with ETIMEDOUT before any traffic (debug lane,
 	# 2026-12-06, "loss 5% ecn"). The test is about QP teardown, not ARP.
 	local mac_a mac_b
-	mac_a=$(ip -n "$nsa" -j link show dev "$va" | jq -r '.[0].address')
-	mac_b=$(ip -n "$nsb" -j link show dev "$vb" | jq -r '.[0].address')
+	mac_a=$(sr_mac "$nsa" "$va")
+	mac_b=$(sr_mac "$nsb" "$vb")
 	check ip -n "$nsa" neigh replace 10.84.0.2 lladdr "$mac_b" dev "$va" nud permanent
 	check ip -n "$nsb" neigh replace 10.84.0.1 lladdr "$mac_a" dev "$vb" nud permanent
 	links

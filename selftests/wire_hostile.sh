@@ -121,8 +121,8 @@ for p in "$nsa $ipb" "$nsb $ipa" "$nsa $ip6b" "$nsb $ip6a"; do
 	read -r ns a <<<"$p"
 	wait_for "sr_ping $ns $a" 10 || fail "no ping from $ns to $a"
 done
-mac_a=$(ip -n "$nsa" -j link show dev "$va" | jq -r '.[0].address')
-mac_b=$(ip -n "$nsb" -j link show dev "$vb" | jq -r '.[0].address')
+mac_a=$(sr_mac "$nsa" "$va")
+mac_b=$(sr_mac "$nsb" "$vb")
 
 names=(rcvd_pkts sent_pkts rcvd_icrc_err rcvd_malformed rcvd_no_qp rcvd_bad_qp_state
 	rcvd_bad_opcode rcvd_bad_pkey rcvd_cnp rcvd_bad_qkey rcvd_no_wqe_drop rcvd_ud_len_drop duplicate_request

@@ -663,18 +663,31 @@ void sroce_comp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 }
 
 /*
- * The QP enters SQD: whether it is drained already (then the caller sends
- * IB_EVENT_SQ_DRAINED, if asked for, with sroce_comp_sqd_notify()).
+ * The QP has entered SQD: whether it is drained already (then the caller
+ * sends IB_EVENT_SQ_DRAINED, if asked for, with sroce_comp_sqd_notify()).
+ * The completer may have seen the new state first and sent the event:
+ * sqd_notified says so, and only a move to another state clears it
+ * (sroce_comp_sqd_end()), so the event goes out once either way.
  */
 bool sroce_comp_sqd_begin(struct sroce_qp *qp)
 {
 	bool drained;
 
 	spin_lock_bh(&qp->sq_lock);
-	qp->comp.sqd_notified = false;
 	drained = sroce_comp_sqd_drained(qp);
 	spin_unlock_bh(&qp->sq_lock);
 	return drained;
+}
+
+/*
+ * The QP is not in SQD (any more): its next entry may send
+ * IB_EVENT_SQ_DRAINED again.
+ */
+void sroce_comp_sqd_end(struct sroce_qp *qp)
+{
+	spin_lock_bh(&qp->sq_lock);
+	qp->comp.sqd_notified = false;
+	spin_unlock_bh(&qp->sq_lock);
 }
 
 /* The QP is dying (SROCE_QPF_DYING set): wait for the timers to end. */

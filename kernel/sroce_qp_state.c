@@ -245,6 +245,9 @@ static int sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 	if (next == IB_QPS_SQD && cur != IB_QPS_SQD &&
 	    sroce_comp_sqd_begin(qp))
 		sroce_comp_sqd_notify(qp);
+	/* Also when the data path took it from SQD to SQE or ERR meanwhile. */
+	if (next != IB_QPS_SQD)
+		sroce_comp_sqd_end(qp);
 	if (next == IB_QPS_RTS)
 		sroce_req_kick(qp, false);
 	return 0;

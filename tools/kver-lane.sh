@@ -18,10 +18,13 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=tools/release.sh
 source "$ROOT/tools/release.sh"
 
-# The core of the suite: RC, UC, UD, SRQ and XRC traffic over IPv4 and IPv6
-# with data verified, the error and memory-window paths, random RC traffic,
-# hostile rings, and the kernel-verbs path (about 8 minutes).
-LANE_TESTS="rc_pingpong uc_pingpong ud_pingpong srq_pingpong xsrq_pingpong rc_errors rc_integrity rc_mw rc_kverbs sroce_devinfo"
+# What a kernel's ib_core and uverbs can change under us: RC, UD and XRC
+# (with its SRQ) traffic over IPv4 and IPv6 with data verified, the error
+# and memory-window paths, random RC traffic, hostile rings, the
+# kernel-verbs path, and a device removed or deleted while programs hold it
+# (disassociation). UC and plain SRQs take the same ib_core paths as RC and
+# XRC's SRQ: the main lane's kernel runs them (about 7 minutes alone).
+LANE_TESTS="rc_pingpong ud_pingpong xsrq_pingpong rc_errors rc_integrity rc_mw rc_kverbs sroce_devinfo sroce_rmmod_busy sroce_delete_busy"
 
 say() { echo "kver-lane: $*"; }
 die() {

@@ -120,6 +120,10 @@ export SROCE_WH_INTEGRITY_ARGS=${SROCE_WH_INTEGRITY_ARGS:---ack-timeout 18}
 export SROCE_IMPAIR_ONLY=${SROCE_IMPAIR_ONLY:-loss-10}
 # dcqcn_basic: a 2 s ACK timeout, and the checks that need stock speed relaxed.
 export SROCE_DCQCN_SLOW=${SROCE_DCQCN_SLOW:-1}
+# and without the cases about what a knob or the wire format does (about
+# 120 s here): their kernel paths are the CE-marks case's; the main lane
+# runs them.
+export SROCE_DCQCN_SKIP=${SROCE_DCQCN_SKIP-spacing np-off rp-off tshark}
 # sec_local: 1-4 MiB READs (at least 2) in the 20 s race, 5 XRC SENDs in
 # the 15 s churn, a 1 s ACK timeout, 400 s per case run.
 export SROCE_SEC_LOCAL_ARGS=${SROCE_SEC_LOCAL_ARGS:---ack-timeout 18}

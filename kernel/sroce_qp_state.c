@@ -245,7 +245,7 @@ static int sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 	if (next == IB_QPS_SQD && cur != IB_QPS_SQD &&
 	    sroce_comp_sqd_begin(qp))
 		sroce_comp_sqd_notify(qp);
-	/* Also when the data path took it from SQD to SQE or ERR meanwhile. */
+	/* From any state: SQD, or SQE/ERR the data path moved it to from SQD. */
 	if (next != IB_QPS_SQD)
 		sroce_comp_sqd_end(qp);
 	if (next == IB_QPS_RTS)

@@ -43,6 +43,8 @@ static void sroce_comp_arm_probe(struct sroce_qp *qp)
 
 	if (!pto || test_bit(SROCE_QPF_DYING, &qp->flags))
 		return;
+	qp->comp.probe_armed_j = jiffies;
+	qp->comp.probe_rewait = false;
 	mod_timer(&qp->comp.probe_timer,
 		  jiffies + max_t(unsigned long, nsecs_to_jiffies(pto) + 1, 2));
 }
@@ -54,6 +56,8 @@ static void sroce_comp_arm_retrans(struct sroce_qp *qp)
 
 	if (!ns || test_bit(SROCE_QPF_DYING, &qp->flags))
 		return;
+	qp->comp.retrans_armed_j = jiffies;
+	qp->comp.retrans_rewait = false;
 	mod_timer(&qp->comp.retrans_timer,
 		  jiffies + max_t(unsigned long, nsecs_to_jiffies(ns), 1));
 	sroce_comp_arm_probe(qp);
@@ -109,6 +113,29 @@ static bool sroce_comp_sending(struct sroce_qp *qp)
 	return state == IB_QPS_RTS || state == IB_QPS_SQD;
 }
 
+/*
+ * A timer @t armed at *@armed_j fired late, after a stall of this host
+ * (sroce_gbn.h): the first time since it was armed, it waits its wait
+ * again from now, and true is returned. sq_lock held.
+ */
+static bool sroce_comp_rewait(struct sroce_qp *qp, struct timer_list *t,
+			      unsigned long *armed_j, bool *rewait)
+{
+	unsigned long wait = t->expires - *armed_j, late = 0;
+
+	if (time_after(jiffies, t->expires))
+		late = jiffies - t->expires;
+	if (*rewait || test_bit(SROCE_QPF_DYING, &qp->flags) ||
+	    !sroce_timer_stalled(min_t(unsigned long, late, U32_MAX),
+				 min_t(unsigned long, wait, U32_MAX)))
+		return false;
+	sroce_stat_inc(qp->sdev, SROCE_CNT_TIMER_STALL);
+	*rewait = true;
+	*armed_j = jiffies;
+	mod_timer(t, jiffies + wait);
+	return true;
+}
+
 static void sroce_comp_retrans_timeout(struct timer_list *t)
 {
 	struct sroce_qp *qp = timer_container_of(qp, t, comp.retrans_timer);
@@ -116,7 +143,10 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 
 	spin_lock_bh(&qp->sq_lock);
 	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
-	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp)) {
+	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp) ||
+	    timer_pending(t) ||
+	    sroce_comp_rewait(qp, t, &qp->comp.retrans_armed_j,
+			      &qp->comp.retrans_rewait)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}
@@ -166,7 +196,10 @@ static void sroce_comp_probe_timeout(struct timer_list *t)
 	spin_lock_bh(&qp->sq_lock);
 	pto = sroce_comp_pto_ns(qp);
 	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
-	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp) || !pto) {
+	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp) || !pto ||
+	    timer_pending(t) ||
+	    sroce_comp_rewait(qp, t, &qp->comp.probe_armed_j,
+			      &qp->comp.probe_rewait)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}
@@ -178,8 +211,11 @@ static void sroce_comp_probe_timeout(struct timer_list *t)
 	due = qp->comp.sent_j + max_t(unsigned long,
 				      nsecs_to_jiffies(pto) + 1, 2);
 	if (time_before(jiffies, due)) {
-		if (!test_bit(SROCE_QPF_DYING, &qp->flags))
+		if (!test_bit(SROCE_QPF_DYING, &qp->flags)) {
+			qp->comp.probe_armed_j = qp->comp.sent_j;
+			qp->comp.probe_rewait = false;
 			mod_timer(&qp->comp.probe_timer, due);
+		}
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}

@@ -193,6 +193,11 @@ struct sroce_qp {
 		unsigned long heard_j;	/* the last response came */
 		unsigned long sent_j;	/* the last request packet left */
 		unsigned long gap_j;	/* the gap before it, if waiting */
+		/* When the timers were armed; waited again after a stall. */
+		unsigned long retrans_armed_j;
+		unsigned long probe_armed_j;
+		bool retrans_rewait;
+		bool probe_rewait;
 		u32 window;		/* PSNs the requester may have in flight */
 		bool rnr_wait;
 		bool sqd_notified;	/* IB_EVENT_SQ_DRAINED sent */

@@ -54,6 +54,7 @@ static const struct rdma_stat_desc sroce_stat_desc[SROCE_CNT_MAX] = {
 	[SROCE_CNT_DUP_NO_ACK].name = "duplicate_request_unacked",
 	[SROCE_CNT_OOS_PLACED].name = "out_of_seq_placed",
 	[SROCE_CNT_TLP].name = "tail_loss_probes",
+	[SROCE_CNT_TIMER_STALL].name = "stalled_timeouts",
 };
 
 /*

@@ -37,6 +37,7 @@ export SR_TAG=im # name prefix, see lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
+stall_ko=${SROCE_STALL_KO:-$SROCE_ROOT/selftests/kverbs/sroce_stall_test.ko}
 full=${SROCE_IMPAIR_FULL:-${SROCE_FULL:-0}}
 # SROCE_IMPAIR_ONLY="TAG...": run only these cases of the matrix (with
 # SROCE_IMPAIR_FULL=1 for the full matrix's), then the vanishing peer.
@@ -47,6 +48,7 @@ seed=${SROCE_SEED:-$((RANDOM * 32768 + RANDOM))}
 sr_setup
 require_cmd tc
 sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
+defer_quiet rmmod sroce_stall_test
 
 sr_veth_topology 10.83.0.1 10.83.0.2 fd83::1 fd83::2
 for g in "$da 10.83.0.1" "$db 10.83.0.2" "$da fd83::1" "$db fd83::2"; do
@@ -61,7 +63,8 @@ check modprobe sch_netem
 
 names=(sent_pkts rcvd_pkts retransmitted_pkts retry_timeouts rcvd_seq_err seq_nak_sent
 	duplicate_request out_of_seq_request rcvd_icrc_err rcvd_malformed retry_exceeded_err
-	rcvd_fatal_nak rnr_nak_sent completer_drop implied_nak_seq_err roce_adp_retrans)
+	rcvd_fatal_nak rnr_nak_sent completer_drop implied_nak_seq_err roce_adp_retrans
+	tail_loss_probes stalled_timeouts)
 declare -A c0 c1
 snap() { # ARRAY: counters of both devices into ARRAY[dev.name]
 	local -n arr=$1
@@ -118,8 +121,18 @@ impair() {
 	done
 	snap c0
 	t0=$SECONDS
+	local stalls=''
+	case ",$expect," in *,stall,*)
+		log "+ insmod $stall_ko stall_ms=100 period_ms=200"
+		check insmod "$stall_ko" stall_ms=100 period_ms=200
+		;;
+	esac
 	log "+ $bin --seed $((seed + n)) $*"
 	timeout 400 "$bin" --seed $((seed + n)) --dev-a "$da" --dev-b "$db" --timeout 60 "$@" || rc=$?
+	if [[ -d /sys/module/sroce_stall_test ]]; then
+		stalls=$(</sys/module/sroce_stall_test/parameters/stalls)
+		check rmmod sroce_stall_test
+	fi
 	# Let the last ACKs and any retransmission land before counting.
 	counters_settled
 	snap c1
@@ -167,6 +180,20 @@ impair() {
 		((dup == 0)) || bad "$tag: $dup duplicate requests on a clean link"
 		;;
 	esac
+	case ",$expect," in *,stall,*)
+		local late=0 to=0 tlp=0
+		for d in "$da" "$db"; do
+			late=$((late + $(dc "$d" stalled_timeouts)))
+			to=$((to + $(dc "$d" retry_timeouts)))
+			tlp=$((tlp + $(dc "$d" tail_loss_probes)))
+		done
+		log "$tag: ${stalls:-0} stalls of 100 ms; stalled_timeouts +$late"
+		((${stalls:-0} > 0)) || bad "$tag: the machine never stalled"
+		((late > 0)) || bad "$tag: no timer came late: the stalls missed the traffic"
+		((to == 0)) || bad "$tag: $to ACK timeouts on a lossless link"
+		((tlp == 0)) || bad "$tag: $tlp tail loss probes on a lossless link"
+		;;
+	esac
 	case ",$expect," in *,loss,*)
 		((drops[$da] + drops[$db] > 0)) || bad "$tag: netem dropped nothing"
 		((retx > 0)) || bad "$tag: packets were lost but nothing was retransmitted"
@@ -197,6 +224,20 @@ ops=(--depth 8 --max-size 16K)
 it=${SROCE_ITERS:-150}
 log "seed base $seed (SROCE_SEED=$seed reproduces this run)"
 impair clean "" clean --iters "$it" "${ops[@]}"
+# A host that stops running (a VM's vCPUs descheduled: 100 ms every 200 ms,
+# every CPU, sroce_stall_test.ko) finds its timers due at once when it runs
+# again, before the ACKs that wait to be received: none of them may take
+# that for the peer's silence (sroce_gbn.h): no ACK timeout, no probe. The
+# link loses nothing; its 5 ms keep packets in flight when a stall comes.
+# (It may reorder: after a stall netem can hand packets to veth from both
+# CPUs, whose backlogs then race; a sequence NAK recovers those.)
+if [[ -f $stall_ko ]]; then
+	impair stall "delay 5ms" stall --iters $((it * 4)) "${ops[@]}"
+else
+	n=$((n + 1))
+	subtest_fail stall "$stall_ko is not built (make kverbs-test)"
+	failed+=("stall: $stall_ko is not built")
+fi
 impair loss-1 "loss 1%" loss --iters "$it" "${ops[@]}"
 impair loss-10 "loss 10%" loss --iters "$it" "${ops[@]}"
 impair reorder-25 "delay 2ms reorder 25% 50%" reorder --iters "$it" "${ops[@]}"

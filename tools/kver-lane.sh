@@ -66,6 +66,7 @@ say "sroce.ko and sroce_kverbs_test.ko built W=1 for $kver, no warnings ($((SECO
 
 export SROCE_KO=$obj/src/kernel/sroce.ko
 export SROCE_KVERBS_KO=$obj/src/kverbs/sroce_kverbs_test.ko
+export SROCE_STALL_KO=$obj/src/kverbs/sroce_stall_test.ko
 rc=0
 "$ROOT/tools/vm/run" --kver "$kver" --timeout "${LANE_TIMEOUT:-1500}" \
 	--boot-timeout "${LANE_BOOT_TIMEOUT:-120}" --mem 4G -- \

@@ -120,6 +120,24 @@ static inline u64 sroce_tlp_pto_ns(const struct sroce_rtt *r, u8 probes,
 	return 2 * ns <= rto_ns ? ns : 0;
 }
 
+/*
+ * A stalled host. An ACK timeout or probe timer that fires well after it
+ * was due counted as the peer's silence a time when its own CPU did not
+ * run: a VM whose vCPU the hypervisor descheduled (steal time), a guest
+ * stopped for a migration or a debugger. The response may be in a receive
+ * queue that runs after the timers. Such a timer waits its whole wait once
+ * more instead of going back; a loss is then found one wait later, and
+ * the next timer that is on time goes back as before.
+ *
+ * Late means by more than one tick and more than a quarter of the wait
+ * (@late_j and @wait_j in ticks): the timer wheel fires on the tick below
+ * 64 ticks and at most an eighth of the wait late above.
+ */
+static inline bool sroce_timer_stalled(u32 late_j, u32 wait_j)
+{
+	return late_j > 1 && late_j > wait_j / 4;
+}
+
 /* What one response means for the requester: the completer's verdict. */
 enum sroce_comp_verdict {
 	SROCE_COMP_OK,		/* progress, or nothing (a stale or bad response) */

@@ -86,6 +86,7 @@ modcopy_build "$kdir/linux" "$obj/src/kernel" "the debug kernel" || true
 modcopy_build "$kdir/linux" "$obj/src/kverbs" "the debug kernel" || true
 ko=$obj/src/kernel/sroce.ko
 kvko=$obj/src/kverbs/sroce_kverbs_test.ko
+stallko=$obj/src/kverbs/sroce_stall_test.ko
 # Instrumented, or the lane would test nothing in sroce itself.
 undef=$(nm -u "$ko")
 grep -q __asan_report <<<"$undef" || die "$ko has no KASAN instrumentation"
@@ -96,7 +97,7 @@ compgen -G "$ROOT/build/user/libsroce-rdmav*.so" >/dev/null || die "the provider
 
 # --- the guest --------------------------------------------------------------------------
 # Scaled-down iteration counts: the caller's environment wins.
-export SROCE_KO=$ko SROCE_KVERBS_KO=$kvko
+export SROCE_KO=$ko SROCE_KVERBS_KO=$kvko SROCE_STALL_KO=$stallko
 export SROCE_TIMEOUT_SCALE=${SROCE_TIMEOUT_SCALE:-2}
 export SROCE_SLAB_CHECK=${SROCE_SLAB_CHECK:-0}
 export SROCE_LOAD_CYCLES=${SROCE_LOAD_CYCLES:-1}

@@ -337,4 +337,29 @@ TEST(GbnTlp, ProbeWait)
 		<< "DCQCN slows the requester: the round trip is a congested queue's, no probe";
 }
 
+
+// A timer that fires more than a tick and more than a quarter of its wait
+// late counted a stall of its own host as the peer's silence: it waits
+// again. The timer wheel's own lateness (a tick, an eighth of a long wait)
+// is not a stall.
+TEST(GbnStall, LateTimerWaitsAgain)
+{
+	// 67 ms ACK timeout at HZ 250: 17 ticks.
+	EXPECT_FALSE(sroce_timer_stalled(0, 17)) << "on time";
+	EXPECT_FALSE(sroce_timer_stalled(1, 17)) << "the next tick";
+	EXPECT_FALSE(sroce_timer_stalled(4, 17)) << "a quarter of the wait";
+	EXPECT_TRUE(sroce_timer_stalled(5, 17));
+	EXPECT_TRUE(sroce_timer_stalled(25, 17)) << "a 100 ms stall";
+	// A 10 ms probe at HZ 250: 3 ticks; at HZ 1000: 10.
+	EXPECT_FALSE(sroce_timer_stalled(1, 3)) << "one tick is the wheel's";
+	EXPECT_TRUE(sroce_timer_stalled(2, 3));
+	EXPECT_FALSE(sroce_timer_stalled(2, 10));
+	EXPECT_TRUE(sroce_timer_stalled(3, 10));
+	// RDMA CM's 2.1 s timeout at HZ 250: 537 ticks, on wheel level 2 (64
+	// ticks granularity): what the wheel adds is not a stall.
+	EXPECT_FALSE(sroce_timer_stalled(64, 537));
+	EXPECT_FALSE(sroce_timer_stalled(134, 537));
+	EXPECT_TRUE(sroce_timer_stalled(135, 537));
+}
+
 } // namespace

@@ -648,6 +648,12 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	memset(&qp->comp.rr, 0, sizeof(qp->comp.rr));
 	qp->comp.backoff = 0;
 	qp->comp.window = SROCE_GBN_MAX_WINDOW;
+	/*
+	 * Until modify_qp has written RESET (then sroce_comp_sqd_end() clears
+	 * it), a late ACK to a QP still in SQD finds the emptied queue
+	 * "drained": no IB_EVENT_SQ_DRAINED for a QP on its way to RESET.
+	 */
+	qp->comp.sqd_notified = true;
 }
 
 /*

@@ -3,8 +3,9 @@
 #
 # IBV_EVENT_SQ_DRAINED with tools/verbs-tests/sqd_notify, for RC, UC and UD
 # QPs: send WRs posted, the QP moved RTS -> SQD at once with
-# en_sqd_async_notify, then exactly one SQ_DRAINED must come, after every
-# WR's (successful) completion, with the QP in SQD; back to RTS, again.
+# en_sqd_async_notify, then exactly one SQ_DRAINED must come once what had
+# started is done, nothing completes after it while in SQD (SQD starts no
+# new WR), and back in RTS the held WRs complete, in order.
 # UC and UD QPs complete their WRs without acknowledgements, and the event
 # used to be missing for them (a UD QP that had sent anything never
 # drained; a UC message in progress at the move was retired by the
@@ -27,7 +28,11 @@ sr_vt_topology 89
 
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
-sqd() { sr_run_prog_tap 200 "$1" "$bin" "${@:2}"; } # DESCRIPTION ARGS...
+# --timeout is a hang guard (a missing event never comes): 30 s, scaled,
+# for the 7 MiB a round holds back until RTS, which took over 10 s on the
+# debug kernel (2026-12-06).
+guard=$((30 * ${SROCE_TIMEOUT_SCALE:-1}))
+sqd() { sr_run_prog_tap $((20 * guard)) "$1" "$bin" "${@:2}" --timeout "$guard"; } # DESCRIPTION ARGS...
 
 sqd "two devices, IPv4" --dev-a "$da" --dev-b "$db"
 sqd "two devices, IPv6" --dev-a "$da" --dev-b "$db" --ipv6 --rounds 5

@@ -8,13 +8,17 @@
  * type, each round: A posts --wrs signaled send WRs to B (RC, UC: RDMA
  * WRITEs of --size bytes, several packets each; UD: SENDs of one path-MTU
  * packet into receives B posted), moves its QP to SQD right away, and
- * waits for the event. Each round must see:
+ * waits for the event. SQD finishes what has started and starts nothing
+ * new. Each round must see:
  *  - exactly one IBV_EVENT_SQ_DRAINED for A's QP within --timeout seconds,
  *    and no other event of A's context;
- *  - then, without waiting, all --wrs send completions, successful;
- *  - the QP in SQD; then it goes back to RTS for the next round.
- * The move comes while the WRs are in flight: A's requester is in the
- * middle of a message as often as not.
+ *  - no completion after the event while the QP stays in SQD (0.5 s): what
+ *    completes in SQD is done before the event, and nothing new starts;
+ *  - the QP in SQD; back in RTS, the held WRs complete: all --wrs
+ *    successful, in order; for UD, B received every datagram.
+ * The move comes right after the posts; RC and UC fail unless a WR
+ * completed between the move and the event in at least one round (SQD
+ * drained a message in progress; each round says what it saw).
  *
  * Output: "PASS TYPE ..." or "FAIL TYPE ..." per QP type (rc_errors' form),
  * a failure's reason on an indented "FAIL: ..." line before it. Exit
@@ -40,7 +44,7 @@ struct Options : CommonOptions {
 	unsigned types = 7; // bit 0 RC, 1 UC, 2 UD
 	int rounds = 10;
 	int wrs = 8;
-	size_t size = 65536;
+	size_t size = 1 << 20;
 	int timeout = 10;
 };
 
@@ -150,6 +154,9 @@ public:
 	}
 	void setup();
 	void round(int r);
+	// Rounds in which a WR completed between the move and the event:
+	// SQD drained a message in progress.
+	int drained_in_flight = 0;
 
 private:
 	void post_recvs();
@@ -236,6 +243,14 @@ void Run::round(int r)
 	if (t_ == IBV_QPT_UD)
 		post_recvs();
 	post_sends();
+	// What completed before the move (kept: it counts towards --wrs).
+	std::vector<ibv_wc> wc(o_.wrs + 1);
+	int n = 0, got;
+	while ((got = ibv_poll_cq(a_.scq.get(), o_.wrs + 1 - n, wc.data() + n)) > 0)
+		n += got;
+	if (got < 0)
+		throw Error("A: ibv_poll_cq failed");
+	int before = n;
 	ibv_qp_attr a{};
 	a.qp_state = IBV_QPS_SQD;
 	a.en_sqd_async_notify = 1;
@@ -258,37 +273,53 @@ void Run::round(int r)
 		throw Failed(strf("round %d: no IBV_EVENT_SQ_DRAINED %d s after RTS -> SQD with %d WRs posted", r,
 				  o_.timeout, o_.wrs));
 	double at = secs_since(t0);
-	// Drained: every send WR has completed, so its completion is there now.
-	std::vector<ibv_wc> wc(o_.wrs + 1);
-	int n = 0, got;
-	while ((got = ibv_poll_cq(a_.scq.get(), o_.wrs + 1 - n, wc.data() + n)) > 0)
-		n += got;
-	if (got < 0)
-		throw Error("A: ibv_poll_cq failed");
-	if (n != o_.wrs)
-		throw Failed(strf("round %d: %d send completions when SQ_DRAINED came, want %d", r, n, o_.wrs));
-	for (int i = 0; i < n; i++)
-		if (wc[i].status != IBV_WC_SUCCESS)
-			throw Failed(strf("round %d: send WR %llu completed with %s", r,
-					  static_cast<unsigned long long>(wc[i].wr_id), ibv_wc_status_str(wc[i].status)));
+	// Drained: what had started has completed (IBTA: SQD starts no new
+	// WQE; what has not started waits for RTS).
+	auto poll_more = [&] {
+		while ((got = ibv_poll_cq(a_.scq.get(), o_.wrs + 1 - n, wc.data() + n)) > 0)
+			n += got;
+		if (got < 0)
+			throw Error("A: ibv_poll_cq failed");
+	};
+	poll_more();
+	int at_event = n;
+	drained_in_flight += at_event > before;
 	if (next_event(a_, ev, 500)) {
 		std::string what = event_str(ev);
 		ibv_ack_async_event(&ev);
 		throw Failed(strf("round %d: another event after SQ_DRAINED: %s", r, what.c_str()));
 	}
+	poll_more();
+	if (n != at_event)
+		throw Failed(strf("round %d: %d WRs completed in SQD after SQ_DRAINED (%d at the event): SQD "
+				  "started new WRs, or the event came before they were done",
+				  r, n - at_event, at_event));
 	if (qp_state(qa_.get()) != IBV_QPS_SQD)
 		throw Failed(strf("round %d: A's QP in %s after SQ_DRAINED, want SQD", r,
 				  qp_state_str(qp_state(qa_.get()))));
+	a = {};
+	a.qp_state = IBV_QPS_RTS;
+	modify(a_, qa_.get(), a, IBV_QP_STATE, "SQD -> RTS");
+	// Back in RTS: the held WRs go out and complete.
+	auto t1 = Clock::now();
+	while (n < o_.wrs && secs_since(t1) < o_.timeout)
+		poll_more();
+	if (n != o_.wrs)
+		throw Failed(strf("round %d: %d of %d WRs completed %d s after SQD -> RTS", r, n, o_.wrs, o_.timeout));
+	for (int i = 0; i < n; i++)
+		if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != static_cast<uint64_t>(i))
+			throw Failed(strf("round %d: completion %d: WR %llu, %s (want WR %d, success, in order)", r, i,
+					  static_cast<unsigned long long>(wc[i].wr_id), ibv_wc_status_str(wc[i].status),
+					  i));
 	// B's side of UD: the receives completed (UC/RC WRITEs consume none).
 	if (t_ == IBV_QPT_UD) {
 		auto rw = collect(b_, b_.rcq.get(), o_.wrs, std::chrono::seconds(o_.timeout));
 		if (static_cast<int>(rw.size()) != o_.wrs)
 			throw Failed(strf("round %d: B received %zu of %d datagrams", r, rw.size(), o_.wrs));
 	}
-	std::printf("  %s round %d: SQ_DRAINED %.3f s after RTS -> SQD, %d WRs completed\n", name_, r, at, n);
-	a = {};
-	a.qp_state = IBV_QPS_RTS;
-	modify(a_, qa_.get(), a, IBV_QP_STATE, "SQD -> RTS");
+	std::printf("  %s round %d: %d of %d WRs done at RTS -> SQD, %d at SQ_DRAINED %.3f s later, "
+		    "the other %d held until RTS\n",
+		    name_, r, before, o_.wrs, at_event, at, o_.wrs - at_event);
 }
 
 void usage(FILE *f)
@@ -299,7 +330,7 @@ void usage(FILE *f)
 		     "  --types LIST                RC,UC,UD (default all)\n"
 		     "  --rounds N                  RTS -> SQD -> RTS cycles per type (default 10)\n"
 		     "  --wrs N                     send WRs posted before each move (default 8)\n"
-		     "  --size BYTES                RC/UC WRITE size, K/M suffixes (default 64K)\n"
+		     "  --size BYTES                RC/UC WRITE size, K/M suffixes (default 1M)\n"
 		     "  --timeout SECS              wait for the event this long (default 10)\n"
 		     "Exit status: 0 all checks passed, 1 a check failed, 2 setup/usage error.\n",
 		     kCommonUsage);
@@ -346,7 +377,13 @@ int main(int argc, char **argv)
 			try {
 				for (int r = 1; r <= o.rounds; r++)
 					run.round(r);
-				std::printf("PASS %s %d rounds\n", kTypeNames[ti], o.rounds);
+				// RC and UC: a move with nothing in progress checks little.
+				if (kTypes[ti] != IBV_QPT_UD && !run.drained_in_flight)
+					throw Failed(strf("no round moved to SQD with a message in progress (%d WRs of "
+							  "%zu bytes): draining one was never checked",
+							  o.wrs, o.size));
+				std::printf("PASS %s %d rounds, %d draining a message in progress\n", kTypeNames[ti],
+					    o.rounds, run.drained_in_flight);
 			} catch (const Failed &e) {
 				std::printf("  FAIL: %s\n", e.what());
 				std::printf("FAIL %s\n", kTypeNames[ti]);

@@ -499,15 +499,20 @@ static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
 
 /*
  * SQD: true once (per entry to SQD) when nothing is outstanding any more
- * and the consumer asked for IB_EVENT_SQ_DRAINED. sq_lock held.
+ * and the consumer asked for IB_EVENT_SQ_DRAINED (the caller then sends it
+ * with sroce_comp_sqd_notify()). Without acknowledgements (UC, UD) a WQE
+ * is done when its last packet is sent, and the PSNs say nothing more: a
+ * UD QP's completer never moves comp.psn. sq_lock held.
  */
-static bool sroce_comp_sqd_drained(struct sroce_qp *qp)
+bool sroce_comp_sqd_drained(struct sroce_qp *qp)
 {
+	bool acked = qp->ibqp.qp_type != IB_QPT_UC && !sroce_qp_is_ud(qp);
 	u32 idx;
 
 	if (READ_ONCE(qp->state) != IB_QPS_SQD || qp->comp.sqd_notified ||
 	    !qp->attr.en_sqd_async_notify || qp->req.offset ||
-	    qp->comp.idx != qp->req.cur || qp->comp.psn != qp->req.psn)
+	    qp->comp.idx != qp->req.cur ||
+	    (acked && qp->comp.psn != qp->req.psn))
 		return false;
 	/*
 	 * Gone back for a NAK or a timeout, the requester is at the oldest
@@ -643,6 +648,12 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	memset(&qp->comp.rr, 0, sizeof(qp->comp.rr));
 	qp->comp.backoff = 0;
 	qp->comp.window = SROCE_GBN_MAX_WINDOW;
+	/*
+	 * Until modify_qp has written RESET (then sroce_comp_sqd_end() clears
+	 * it), a late ACK to a QP still in SQD finds the emptied queue
+	 * "drained": no IB_EVENT_SQ_DRAINED for a QP on its way to RESET.
+	 */
+	qp->comp.sqd_notified = true;
 }
 
 /*

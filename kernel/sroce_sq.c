@@ -201,10 +201,17 @@ void sroce_sq_retire_unlock(struct sroce_qp *qp)
 	__releases(&qp->sq_lock)
 {
 	bool err = sroce_comp_retire(qp);
+	/*
+	 * The requester's own retirements (UC and UD messages, local
+	 * operations, WQEs that failed at fetch) can drain an SQD QP too.
+	 */
+	bool drained = !err && sroce_comp_sqd_drained(qp);
 
 	spin_unlock_bh(&qp->sq_lock);
 	if (err)
 		sroce_sq_fail(qp);
+	else if (drained)
+		sroce_comp_sqd_notify(qp);
 }
 
 /* Complete the send queue's outstanding WQEs with WR_FLUSH_ERR. */

@@ -84,6 +84,7 @@ void sroce_comp_reset(struct sroce_qp *qp);
 void sroce_comp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 		       int mask);
 bool sroce_comp_sqd_begin(struct sroce_qp *qp);
+bool sroce_comp_sqd_drained(struct sroce_qp *qp);
 void sroce_comp_sqd_end(struct sroce_qp *qp);
 void sroce_comp_stop(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,

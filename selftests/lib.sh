@@ -75,6 +75,16 @@ expect_fail() {
 
 # wait_for 'CONDITION' [TIMEOUT_SECS=10]: poll CONDITION (a shell command
 # line, eval'ed) every 0.1 s until it succeeds. Returns 1 on timeout.
+# sr_nap SECONDS: sleep without starting a program (sleep(1) is one, and
+# on the debug kernel under TCG a program start costs about 0.3 s): a read
+# with a time limit on a pipe this shell holds both ends of, which nobody
+# writes to.
+exec {_sroce_nap_fd}<> <(:)
+sr_nap() {
+	local _n
+	read -rt "$1" -u "$_sroce_nap_fd" _n || true
+}
+
 wait_for() {
 	local cond=$1 timeout=${2:-10} deadline
 	# Bash's clock, in microseconds: no date(1) per poll (each program a
@@ -85,7 +95,7 @@ wait_for() {
 			log "timed out after ${timeout}s waiting for: $cond"
 			return 1
 		fi
-		sleep 0.1
+		sr_nap 0.1
 	done
 }
 
@@ -430,6 +440,15 @@ provider_env() {
 
 # --- small utilities ----------------------------------------------------------------
 
+# sr_line FILE: FILE's first line (a sysfs attribute), without starting a
+# program: on the debug kernel under TCG a fork and exec of cat cost about
+# 0.3 s. Fails, as cat would, if FILE cannot be read.
+sr_line() {
+	local v=''
+	IFS= read -r v <"$1" || [[ -n $v ]] || return 1
+	printf '%s\n' "$v"
+}
+
 # require_cmd CMD...: skip the test unless all the commands exist.
 require_cmd() {
 	local c
@@ -456,7 +475,7 @@ rdma_gid_index() {
 		idx=${f##*/}
 		gid=$(<"$f") 2>/dev/null || continue
 		[[ "$gid" == "$want" ]] || continue
-		[[ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$idx" 2>/dev/null)" == "RoCE v2" ]] || continue
+		[[ "$(sr_line "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$idx" 2>/dev/null)" == "RoCE v2" ]] || continue
 		echo "$idx"
 		return 0
 	done

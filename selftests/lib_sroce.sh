@@ -116,10 +116,10 @@ sr_wait_gone() {
 }
 
 # sr_attr NAME FILE: a sysfs attribute of port 1 (FILE relative to ports/1).
-sr_port_attr() { cat "$SR_SYS/$1/ports/1/$2"; }
+sr_port_attr() { sr_line "$SR_SYS/$1/ports/1/$2"; }
 
 # sr_hwc DEV NAME: hw counter NAME of DEV's port 1 (rdma statistic's source).
-sr_hwc() { cat "$SR_SYS/$1/ports/1/hw_counters/$2"; }
+sr_hwc() { sr_line "$SR_SYS/$1/ports/1/hw_counters/$2"; }
 
 # sr_counters_nz DEV: DEV's hardware counters that are not 0, as NAME=VALUE
 # on one line (what a failed case shows of the device).
@@ -127,7 +127,8 @@ sr_counters_nz() {
 	local f v out=''
 	for f in "$SR_SYS/$1/ports/1/hw_counters/"*; do
 		[[ -r $f ]] || continue
-		v=$(cat "$f" 2>/dev/null) || continue
+		v=''
+		IFS= read -r v 2>/dev/null <"$f" || [[ -n $v ]] || continue
 		[[ $v == 0 ]] || out+="${f##*/}=$v "
 	done
 	echo "${out:-(none, or no counters)}"

@@ -128,6 +128,16 @@ log_since() {
 	fi
 }
 
+# forks: processes (and threads) the kernel has started since boot
+# (/proc/stat), read without starting one. A test's share is what a slow
+# kernel makes costly: a fork and exec on the debug kernel under TCG.
+forks() {
+	local k v _
+	while read -r k v _; do
+		[[ $k == processes ]] && { echo "$v"; return; }
+	done </proc/stat
+	echo 0
+}
 kmsg() { echo "$*" >/dev/kmsg 2>/dev/null || true; }
 
 passed=0 failed=0 skipped=0 n=0
@@ -162,12 +172,14 @@ for ((i = 0; i < ${#queue[@]}; i++)); do
 	kmsg "$marker"
 	echo "# selftests: $name (timeout ${limit}s)"
 	start=$SECONDS
+	forks0=$(forks)
 	# timeout(1) gives the test its own process group and signals all of it.
 	SROCE_TEST_NAME=$name SROCE_SKIP_FILE=$skip_file SROCE_SUBTEST_FILE=$sub_file \
 		timeout -k 10 "$limit" bash "$file" </dev/null 2>&1 | sed -u 's/^/# /'
 	rc=${PIPESTATUS[0]}
 	kmsg "sroce-selftest: end $name rc=$rc"
 	echo "# $name: exit $rc after $((SECONDS - start))s"
+	echo "# $name: $(($(forks) - forks0)) processes started"
 
 	splat_rc=0
 	splat=$(log_since "$marker" | "$check_splat" -) || splat_rc=$?

@@ -159,6 +159,8 @@ for t in "$@"; do
 done
 say "time per test:"
 sed -n 's/^# \([a-z0-9_]*\): exit \([0-9]*\) after \([0-9]*s\)$/  \1 \3 (exit \2)/p' /run/debug-lane-selftests.txt
+say "processes started per test:"
+sed -n 's/^# \([a-z0-9_]*\): \([0-9]*\) processes started$/  \1 \2/p' /run/debug-lane-selftests.txt
 grep -E '^ok 1 .*# SKIP' /run/debug-lane-selftests.txt | sed 's/^/  /' || true
 
 # --- 3. kmemleak ----------------------------------------------------------------------

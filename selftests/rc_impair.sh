@@ -224,9 +224,10 @@ ops=(--depth 8 --max-size 16K)
 it=${SROCE_ITERS:-150}
 log "seed base $seed (SROCE_SEED=$seed reproduces this run)"
 impair clean "" clean --iters "$it" "${ops[@]}"
-# A host that stops running (a VM's vCPUs descheduled: 100 ms every 200 ms,
-# every CPU, sroce_stall_test.ko) finds its timers due at once when it runs
-# again, before the ACKs that wait to be received: none of them may take
+# A host that stops running (a VM's vCPUs descheduled: every CPU stopped
+# 100 ms, then running 200 ms, over and over; sroce_stall_test.ko) finds
+# its timers due at once when it runs again, before the ACKs that wait to
+# be received: none of them may take
 # that for the peer's silence (sroce_gbn.h): no ACK timeout, no probe. The
 # link loses nothing; its 5 ms keep packets in flight when a stall comes.
 # (It may reorder: after a stall netem can hand packets to veth from both

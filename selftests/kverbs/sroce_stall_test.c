@@ -5,11 +5,12 @@
  * A VM whose vCPUs the hypervisor deschedules stops running for a while
  * and then finds its clock moved on: every timer due meanwhile fires at
  * once, before the packets that arrived meanwhile are received. While it is
- * loaded, a kernel thread of this module does that to the test guest: every
- * period_ms it stops every CPU with interrupts off (stop_machine()) for
- * stall_ms. selftests/rc_impair.sh runs RC traffic through it and checks
- * that no timer took the stall for the peer's silence. The number of
- * stalls so far reads in /sys/module/sroce_stall_test/parameters/stalls.
+ * loaded, a kernel thread of this module does that to the test guest: it
+ * stops every CPU with interrupts off (stop_machine()) for stall_ms, lets
+ * them run for period_ms, and again. selftests/rc_impair.sh runs RC
+ * traffic through it and checks that no timer took the stall for the
+ * peer's silence. The number of stalls so far reads in
+ * /sys/module/sroce_stall_test/parameters/stalls.
  *
  * Only for test machines: it stops the machine.
  */

@@ -73,8 +73,6 @@ expect_fail() {
 	return 0
 }
 
-# wait_for 'CONDITION' [TIMEOUT_SECS=10]: poll CONDITION (a shell command
-# line, eval'ed) every 0.1 s until it succeeds. Returns 1 on timeout.
 # sr_nap SECONDS: sleep without starting a program (sleep(1) is one, and
 # on the debug kernel under TCG a program start costs about 0.3 s): a read
 # with a time limit on a pipe this shell holds both ends of, which nobody
@@ -85,6 +83,8 @@ sr_nap() {
 	read -rt "$1" -u "$_sroce_nap_fd" _n || true
 }
 
+# wait_for 'CONDITION' [TIMEOUT_SECS=10]: poll CONDITION (a shell command
+# line, eval'ed) every 0.1 s until it succeeds. Returns 1 on timeout.
 wait_for() {
 	local cond=$1 timeout=${2:-10} deadline
 	# Bash's clock, in microseconds: no date(1) per poll (each program a

@@ -38,6 +38,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
 stall_ko=${SROCE_STALL_KO:-$SROCE_ROOT/selftests/kverbs/sroce_stall_test.ko}
+stall_args=(stall_ms=100 period_ms=200) # the stall case's (impair)
 full=${SROCE_IMPAIR_FULL:-${SROCE_FULL:-0}}
 # SROCE_IMPAIR_ONLY="TAG...": run only these cases of the matrix (with
 # SROCE_IMPAIR_FULL=1 for the full matrix's), then the vanishing peer.
@@ -123,8 +124,8 @@ impair() {
 	t0=$SECONDS
 	local stalls=''
 	case ",$expect," in *,stall,*)
-		log "+ insmod $stall_ko stall_ms=100 period_ms=200"
-		check insmod "$stall_ko" stall_ms=100 period_ms=200
+		log "+ insmod $stall_ko ${stall_args[*]}"
+		check insmod "$stall_ko" "${stall_args[@]}"
 		;;
 	esac
 	log "+ $bin --seed $((seed + n)) $*"
@@ -149,8 +150,11 @@ impair() {
 		log "$line"
 	done
 
-	local retx=0 dup=0 oos=0 icrc=0
+	local retx=0 dup=0 oos=0 icrc=0 late=0 to=0 tlp=0
 	for d in "$da" "$db"; do
+		late=$((late + $(dc "$d" stalled_timeouts)))
+		to=$((to + $(dc "$d" retry_timeouts)))
+		tlp=$((tlp + $(dc "$d" tail_loss_probes)))
 		retx=$((retx + $(dc "$d" retransmitted_pkts)))
 		dup=$((dup + $(dc "$d" duplicate_request)))
 		oos=$((oos + $(dc "$d" out_of_seq_request)))
@@ -181,13 +185,7 @@ impair() {
 		;;
 	esac
 	case ",$expect," in *,stall,*)
-		local late=0 to=0 tlp=0
-		for d in "$da" "$db"; do
-			late=$((late + $(dc "$d" stalled_timeouts)))
-			to=$((to + $(dc "$d" retry_timeouts)))
-			tlp=$((tlp + $(dc "$d" tail_loss_probes)))
-		done
-		log "$tag: ${stalls:-0} stalls of 100 ms; stalled_timeouts +$late"
+		log "$tag: ${stalls:-0} stalls (${stall_args[*]}); stalled_timeouts +$late"
 		((${stalls:-0} > 0)) || bad "$tag: the machine never stalled"
 		((late > 0)) || bad "$tag: no timer came late: the stalls missed the traffic"
 		((to == 0)) || bad "$tag: $to ACK timeouts on a lossless link"
@@ -227,9 +225,9 @@ impair clean "" clean --iters "$it" "${ops[@]}"
 # A host that stops running (a VM's vCPUs descheduled: every CPU stopped
 # 100 ms, then running 200 ms, over and over; sroce_stall_test.ko) finds
 # its timers due at once when it runs again, before the ACKs that wait to
-# be received: none of them may take
-# that for the peer's silence (sroce_gbn.h): no ACK timeout, no probe. The
-# link loses nothing; its 5 ms keep packets in flight when a stall comes.
+# be received: none of them may take that for the peer's silence
+# (sroce_gbn.h): no ACK timeout, no probe. The link loses nothing; its 5 ms
+# keep packets in flight when a stall comes.
 # (It may reorder: after a stall netem can hand packets to veth from both
 # CPUs, whose backlogs then race; a sequence NAK recovers those.)
 if [[ -f $stall_ko ]]; then

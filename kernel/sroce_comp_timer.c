@@ -3,8 +3,10 @@
  * sroce RC completer's timers: the ACK (retransmit) timeout with its
  * adaptive backoff, the tail loss probe before it, and the RNR wait. Each
  * goes back N (sroce_comp_rewind()) or ends the wait, and kicks the
- * requester; the rules are proto/sroce_gbn.h's. What responses mean is
- * sroce_comp.c's.
+ * requester; the rules are proto/sroce_gbn.h's. The ACK timeout and the
+ * probe count only the time this host ran: they wait in steps, and a step
+ * that fires late does not count the stall (sroce_wait_step()). What
+ * responses mean is sroce_comp.c's.
  */
 
 #include <linux/jiffies.h>
@@ -34,6 +36,50 @@ static u64 sroce_comp_pto_ns(const struct sroce_qp *qp)
 }
 
 /*
+ * Start the wait of timer @t (@cw): @wait_ns, in steps of the time the
+ * host runs (proto/sroce_gbn.h). None once the QP is dying. sq_lock held.
+ */
+static void sroce_comp_wait_arm(struct sroce_qp *qp, struct timer_list *t,
+				struct sroce_comp_wait *cw, unsigned long wait_j)
+{
+	unsigned long now = jiffies;
+
+	if (test_bit(SROCE_QPF_DYING, &qp->flags))
+		return;
+	cw->armed_j = now;
+	mod_timer(t, now + sroce_wait_start(&cw->w, min_t(unsigned long,
+							  wait_j, U32_MAX)));
+}
+
+/*
+ * Timer @t fired: true if its wait is over; else its next step is armed
+ * (a step that fired late, after a stall of this host, is counted in
+ * stalled_timeouts). sq_lock held.
+ */
+static bool sroce_comp_wait_over(struct sroce_qp *qp, struct timer_list *t,
+				 struct sroce_comp_wait *cw)
+{
+	unsigned long now = jiffies;
+	u32 next = 0;
+
+	switch (sroce_wait_step(&cw->w, min_t(unsigned long, now - cw->armed_j,
+					      U32_MAX), &next)) {
+	case SROCE_WAIT_OVER:
+		return true;
+	case SROCE_WAIT_STALLED:
+		sroce_stat_inc(qp->sdev, SROCE_CNT_TIMER_STALL);
+		fallthrough;
+	case SROCE_WAIT_ON:
+		break;
+	}
+	if (!test_bit(SROCE_QPF_DYING, &qp->flags)) {
+		cw->armed_j = now;
+		mod_timer(t, now + next);
+	}
+	return false;
+}
+
+/*
  * Time the next tail loss probe, if one may come: one jiffy more than the
  * wait, so that it never fires early at a tick. sq_lock held.
  */
@@ -41,12 +87,11 @@ static void sroce_comp_arm_probe(struct sroce_qp *qp)
 {
 	u64 pto = sroce_comp_pto_ns(qp);
 
-	if (!pto || test_bit(SROCE_QPF_DYING, &qp->flags))
-		return;
-	qp->comp.probe_armed_j = jiffies;
-	qp->comp.probe_rewait = false;
-	mod_timer(&qp->comp.probe_timer,
-		  jiffies + max_t(unsigned long, nsecs_to_jiffies(pto) + 1, 2));
+	if (pto)
+		sroce_comp_wait_arm(qp, &qp->comp.probe_timer,
+				    &qp->comp.probe_wait,
+				    max_t(unsigned long,
+					  nsecs_to_jiffies(pto) + 1, 2));
 }
 
 /* Time the ACK timeout, and the tail loss probe before it. sq_lock held. */
@@ -54,12 +99,10 @@ static void sroce_comp_arm_retrans(struct sroce_qp *qp)
 {
 	u64 ns = sroce_rto_ns(qp->attr.timeout, qp->comp.backoff);
 
-	if (!ns || test_bit(SROCE_QPF_DYING, &qp->flags))
+	if (!ns)
 		return;
-	qp->comp.retrans_armed_j = jiffies;
-	qp->comp.retrans_rewait = false;
-	mod_timer(&qp->comp.retrans_timer,
-		  jiffies + max_t(unsigned long, nsecs_to_jiffies(ns), 1));
+	sroce_comp_wait_arm(qp, &qp->comp.retrans_timer, &qp->comp.retrans_wait,
+			    max_t(unsigned long, nsecs_to_jiffies(ns), 1));
 	sroce_comp_arm_probe(qp);
 }
 
@@ -113,29 +156,6 @@ static bool sroce_comp_sending(struct sroce_qp *qp)
 	return state == IB_QPS_RTS || state == IB_QPS_SQD;
 }
 
-/*
- * A timer @t armed at *@armed_j fired late, after a stall of this host
- * (sroce_gbn.h): the first time since it was armed, it waits its wait
- * again from now, and true is returned. sq_lock held.
- */
-static bool sroce_comp_rewait(struct sroce_qp *qp, struct timer_list *t,
-			      unsigned long *armed_j, bool *rewait)
-{
-	unsigned long wait = t->expires - *armed_j, late = 0;
-
-	if (time_after(jiffies, t->expires))
-		late = jiffies - t->expires;
-	if (*rewait || test_bit(SROCE_QPF_DYING, &qp->flags) ||
-	    !sroce_timer_stalled(min_t(unsigned long, late, U32_MAX),
-				 min_t(unsigned long, wait, U32_MAX)))
-		return false;
-	sroce_stat_inc(qp->sdev, SROCE_CNT_TIMER_STALL);
-	*rewait = true;
-	*armed_j = jiffies;
-	mod_timer(t, jiffies + wait);
-	return true;
-}
-
 static void sroce_comp_retrans_timeout(struct timer_list *t)
 {
 	struct sroce_qp *qp = timer_container_of(qp, t, comp.retrans_timer);
@@ -145,8 +165,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
 	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp) ||
 	    timer_pending(t) ||
-	    sroce_comp_rewait(qp, t, &qp->comp.retrans_armed_j,
-			      &qp->comp.retrans_rewait)) {
+	    !sroce_comp_wait_over(qp, t, &qp->comp.retrans_wait)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}
@@ -190,7 +209,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 static void sroce_comp_probe_timeout(struct timer_list *t)
 {
 	struct sroce_qp *qp = timer_container_of(qp, t, comp.probe_timer);
-	unsigned long due;
+	unsigned long due, now;
 	u64 pto;
 
 	spin_lock_bh(&qp->sq_lock);
@@ -198,8 +217,7 @@ static void sroce_comp_probe_timeout(struct timer_list *t)
 	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
 	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp) || !pto ||
 	    timer_pending(t) ||
-	    sroce_comp_rewait(qp, t, &qp->comp.probe_armed_j,
-			      &qp->comp.probe_rewait)) {
+	    !sroce_comp_wait_over(qp, t, &qp->comp.probe_wait)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}
@@ -210,12 +228,9 @@ static void sroce_comp_probe_timeout(struct timer_list *t)
 	 */
 	due = qp->comp.sent_j + max_t(unsigned long,
 				      nsecs_to_jiffies(pto) + 1, 2);
-	if (time_before(jiffies, due)) {
-		if (!test_bit(SROCE_QPF_DYING, &qp->flags)) {
-			qp->comp.probe_armed_j = qp->comp.sent_j;
-			qp->comp.probe_rewait = false;
-			mod_timer(&qp->comp.probe_timer, due);
-		}
+	now = jiffies;
+	if (time_before(now, due)) {
+		sroce_comp_wait_arm(qp, t, &qp->comp.probe_wait, due - now);
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}

@@ -131,6 +131,15 @@ enum sroce_qp_flags {
 	SROCE_QPF_DYING,
 };
 
+/*
+ * A completer timer's wait, counted in steps of the time the host ran
+ * (proto/sroce_gbn.h): the step armed at armed_j.
+ */
+struct sroce_comp_wait {
+	unsigned long armed_j;
+	struct sroce_wait w;
+};
+
 struct sroce_qp {
 	struct ib_qp ibqp;
 	struct sroce_dev *sdev;
@@ -193,11 +202,9 @@ struct sroce_qp {
 		unsigned long heard_j;	/* the last response came */
 		unsigned long sent_j;	/* the last request packet left */
 		unsigned long gap_j;	/* the gap before it, if waiting */
-		/* When the timers were armed; waited again after a stall. */
-		unsigned long retrans_armed_j;
-		unsigned long probe_armed_j;
-		bool retrans_rewait;
-		bool probe_rewait;
+		/* The ACK timeout's and the probe's waits, in steps. */
+		struct sroce_comp_wait retrans_wait;
+		struct sroce_comp_wait probe_wait;
 		u32 window;		/* PSNs the requester may have in flight */
 		bool rnr_wait;
 		bool sqd_notified;	/* IB_EVENT_SQ_DRAINED sent */

@@ -53,7 +53,7 @@ enum sroce_counter {
 	SROCE_CNT_DUP_NO_ACK,		/* duplicates not re-ACKed (no AckReq) */
 	SROCE_CNT_OOS_PLACED,		/* requests ahead of ePSN placed */
 	SROCE_CNT_TLP,			/* tail loss probes (sroce_gbn.h) */
-	SROCE_CNT_TIMER_STALL,		/* timers that fired late: waited again */
+	SROCE_CNT_TIMER_STALL,		/* timer steps that fired late: not counted */
 	SROCE_CNT_MAX
 };
 

@@ -121,21 +121,64 @@ static inline u64 sroce_tlp_pto_ns(const struct sroce_rtt *r, u8 probes,
 }
 
 /*
- * A stalled host. An ACK timeout or probe timer that fires well after it
- * was due counted as the peer's silence a time when its own CPU did not
- * run: a VM whose vCPU the hypervisor descheduled (steal time), a guest
- * stopped for a migration or a debugger. The response may be in a receive
- * queue that runs after the timers. Such a timer waits its whole wait once
- * more instead of going back; a loss is then found one wait later, and
- * the next timer that is on time goes back as before.
+ * A stalled host. An ACK timeout or probe that counts the time that passed
+ * counts as the peer's silence a time when its own CPU did not run: a VM
+ * whose vCPU the hypervisor descheduled (steal time), a guest stopped for
+ * a migration or a debugger. When the host runs again its timers fire
+ * before NET_RX, while the response may still wait in a receive queue.
  *
- * Late means by more than one tick and more than a quarter of the wait
- * (@late_j and @wait_j in ticks): the timer wheel fires on the tick below
- * 64 ticks and at most an eighth of the wait late above.
+ * So these timers count only time the host ran. A wait of @wait_j ticks
+ * runs in steps of a quarter of it (at least one tick). A step that fires
+ * late, by more than one tick and more than an eighth of the step (the
+ * timer wheel's own slack: exact to the tick below 64 ticks, at most an
+ * eighth late above), counts as the step it was meant to be, not as the
+ * time that passed: the host did not run for the rest. And after a late
+ * step at least one more step is waited, once per wait, so that a stall
+ * near the end of a wait leaves the receive path time to hand over what
+ * waited in it. A silent peer is still found after at most the wait plus
+ * one step of the host's running time: every step counts at least a tick.
  */
-static inline bool sroce_timer_stalled(u32 late_j, u32 wait_j)
+struct sroce_wait {
+	u32 left;	/* ticks of the wait still to run */
+	u32 step;	/* ticks per step */
+	bool graced;	/* a late step already added a step */
+};
+
+enum sroce_wait_verdict {
+	SROCE_WAIT_OVER,	/* the wait ran out: the timer's action */
+	SROCE_WAIT_ON,		/* arm the next step */
+	SROCE_WAIT_STALLED,	/* the same, after a late step */
+};
+
+/* Start a wait of @wait_j ticks; the first step's ticks are returned. */
+static inline u32 sroce_wait_start(struct sroce_wait *w, u32 wait_j)
 {
-	return late_j > 1 && late_j > wait_j / 4;
+	w->left = wait_j ? wait_j : 1;
+	w->step = w->left / 4 + (w->left % 4 != 0);
+	w->graced = false;
+	return w->step;
+}
+
+/*
+ * The step armed last fired @ran_j ticks after it was armed. Unless the
+ * wait is over, *@next_j is the next step's ticks.
+ */
+static inline enum sroce_wait_verdict
+sroce_wait_step(struct sroce_wait *w, u32 ran_j, u32 *next_j)
+{
+	u32 step = w->step < w->left ? w->step : w->left;
+	bool late = ran_j > step + 1 && ran_j - step > step / 8;
+	u32 done = late ? step : ran_j ? ran_j : 1;
+
+	w->left -= done < w->left ? done : w->left;
+	if (late && !w->graced && w->left < w->step) {
+		w->left = w->step;
+		w->graced = true;
+	}
+	if (!w->left)
+		return SROCE_WAIT_OVER;
+	*next_j = w->step < w->left ? w->step : w->left;
+	return late ? SROCE_WAIT_STALLED : SROCE_WAIT_ON;
 }
 
 /* What one response means for the requester: the completer's verdict. */

@@ -58,9 +58,10 @@ static int stall_thread(void *data)
 
 static int __init stall_init(void)
 {
+	/* The machine runs at least half the time: rmmod must get through. */
 	if (!stall_ms || stall_ms > 1000 || period_ms < 10 ||
-	    period_ms > 10000) {
-		pr_err("stall_ms must be 1-1000 and period_ms 10-10000\n");
+	    period_ms > 10000 || period_ms < stall_ms) {
+		pr_err("stall_ms must be 1-1000, period_ms 10-10000 and at least stall_ms\n");
 		return -EINVAL;
 	}
 	stall_task = kthread_run(stall_thread, NULL, "sroce_stall");

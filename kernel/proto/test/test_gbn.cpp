@@ -3,6 +3,8 @@
 // Go-back-N beyond the IBTA minimum (sroce_gbn.h): how long a requester
 // waits after each timeout, how far it may run ahead after one, and which
 // packets ask for an ACK.
+#include <initializer_list>
+
 #include <gtest/gtest.h>
 
 extern "C" {
@@ -342,24 +344,110 @@ TEST(GbnTlp, ProbeWait)
 // late counted a stall of its own host as the peer's silence: it waits
 // again. The timer wheel's own lateness (a tick, an eighth of a long wait)
 // is not a stall.
-TEST(GbnStall, LateTimerWaitsAgain)
+// Runs a wait of @wait ticks whose steps fire @ran[i] ticks after they
+// were armed; returns the steps it took to run out (0: it did not), and
+// the late steps in *stalled.
+static int run_wait(u32 wait, std::initializer_list<u32> ran, int *stalled)
 {
-	// 67 ms ACK timeout at HZ 250: 17 ticks.
-	EXPECT_FALSE(sroce_timer_stalled(0, 17)) << "on time";
-	EXPECT_FALSE(sroce_timer_stalled(1, 17)) << "the next tick";
-	EXPECT_FALSE(sroce_timer_stalled(4, 17)) << "a quarter of the wait";
-	EXPECT_TRUE(sroce_timer_stalled(5, 17));
-	EXPECT_TRUE(sroce_timer_stalled(25, 17)) << "a 100 ms stall";
-	// A 10 ms probe at HZ 250: 3 ticks; at HZ 1000: 10.
-	EXPECT_FALSE(sroce_timer_stalled(1, 3)) << "one tick is the wheel's";
-	EXPECT_TRUE(sroce_timer_stalled(2, 3));
-	EXPECT_FALSE(sroce_timer_stalled(2, 10));
-	EXPECT_TRUE(sroce_timer_stalled(3, 10));
-	// RDMA CM's 2.1 s timeout at HZ 250: 537 ticks, on wheel level 2 (64
-	// ticks granularity): what the wheel adds is not a stall.
-	EXPECT_FALSE(sroce_timer_stalled(64, 537));
-	EXPECT_FALSE(sroce_timer_stalled(134, 537));
-	EXPECT_TRUE(sroce_timer_stalled(135, 537));
+	struct sroce_wait w;
+	u32 armed = sroce_wait_start(&w, wait), next = 0;
+	int n = 0;
+
+	*stalled = 0;
+	for (u32 r : ran) {
+		n++;
+		EXPECT_GE(r, armed) << "step " << n << " fires before it is due";
+		switch (sroce_wait_step(&w, r, &next)) {
+		case SROCE_WAIT_OVER:
+			return n;
+		case SROCE_WAIT_STALLED:
+			++*stalled;
+			/* fall through */
+		case SROCE_WAIT_ON:
+			armed = next;
+			break;
+		}
+	}
+	return 0;
+}
+
+TEST(GbnStall, AWaitRunsInQuarterSteps)
+{
+	struct sroce_wait w;
+	u32 next;
+
+	// 67 ms ACK timeout at HZ 250: 17 ticks, steps of 5, the last of 2.
+	EXPECT_EQ(sroce_wait_start(&w, 17), 5u);
+	EXPECT_EQ(sroce_wait_step(&w, 5, &next), SROCE_WAIT_ON);
+	EXPECT_EQ(next, 5u);
+	EXPECT_EQ(sroce_wait_step(&w, 5, &next), SROCE_WAIT_ON);
+	EXPECT_EQ(sroce_wait_step(&w, 5, &next), SROCE_WAIT_ON);
+	EXPECT_EQ(next, 2u) << "the last step is what is left";
+	EXPECT_EQ(sroce_wait_step(&w, 2, &next), SROCE_WAIT_OVER);
+	// A 10 ms probe at HZ 250: 3 ticks, steps of one tick.
+	EXPECT_EQ(sroce_wait_start(&w, 3), 1u);
+	EXPECT_EQ(sroce_wait_start(&w, 0), 1u) << "a wait is at least a tick";
+}
+
+TEST(GbnStall, OnTimeStepsFindASilentPeerAfterTheWait)
+{
+	int stalled;
+
+	EXPECT_EQ(run_wait(17, {5, 5, 5, 2}, &stalled), 4);
+	EXPECT_EQ(stalled, 0);
+	// The wheel fires a tick late: that tick was waited, and counts.
+	EXPECT_EQ(run_wait(17, {6, 6, 6}, &stalled), 3);
+	EXPECT_EQ(stalled, 0);
+	EXPECT_EQ(run_wait(3, {2, 2}, &stalled), 2) << "probe, a tick late";
+	EXPECT_EQ(stalled, 0);
+}
+
+TEST(GbnStall, AStalledHostCountsOnlyTheTimeItRan)
+{
+	int stalled;
+
+	// A 75 ms stall (19 ticks) right after the wait started: the first
+	// step counts 5 ticks, not 19, and 12 are still to run after it.
+	EXPECT_EQ(run_wait(17, {19, 5, 5, 2}, &stalled), 4);
+	EXPECT_EQ(stalled, 1);
+	// A 100 ms stall and a 1 s stall alike.
+	EXPECT_EQ(run_wait(17, {25, 5, 5, 2}, &stalled), 4);
+	EXPECT_EQ(run_wait(17, {250, 5, 5, 2}, &stalled), 4);
+	// Two stalls, two steps that count as steps.
+	EXPECT_EQ(run_wait(17, {25, 25, 5, 2}, &stalled), 4);
+	EXPECT_EQ(stalled, 2);
+}
+
+TEST(GbnStall, AStallAtTheEndOfAWaitLeavesAStepAfterIt)
+{
+	int stalled;
+
+	// The last step fires late: one step more is waited, for what may
+	// wait in the receive queue...
+	EXPECT_EQ(run_wait(17, {5, 5, 5, 20, 5}, &stalled), 5);
+	EXPECT_EQ(stalled, 1);
+	// ...once per wait: a host late at every step still finds the peer
+	// silent, after the wait plus at most one step (four steps of 5
+	// ticks for a wait of 17).
+	EXPECT_EQ(run_wait(17, {20, 20, 20, 20, 20, 20}, &stalled), 4);
+	EXPECT_EQ(stalled, 3) << "the fourth is the timeout";
+	// A probe's one-tick steps: late means by more than a tick.
+	EXPECT_EQ(run_wait(3, {1, 1, 5, 1}, &stalled), 4);
+	EXPECT_EQ(stalled, 1);
+}
+
+TEST(GbnStall, TheWheelsSlackIsNotAStall)
+{
+	int stalled;
+
+	// RDMA CM's 2.1 s timeout at HZ 250: 537 ticks, steps of 135, on
+	// the wheel's level 1 (8 ticks granularity): up to an eighth of the
+	// step late is the wheel's (16 ticks, 10 for the last step of 84);
+	// 17 is a stall.
+	EXPECT_EQ(run_wait(537, {151, 151, 151, 94}, &stalled), 4);
+	EXPECT_EQ(stalled, 0);
+	EXPECT_EQ(run_wait(537, {152, 135, 135, 132}, &stalled), 4);
+	EXPECT_EQ(stalled, 1);
 }
 
 } // namespace

@@ -182,6 +182,7 @@ impair() {
 	case ",$expect," in *,clean,*)
 		((retx == 0)) || bad "$tag: $retx retransmitted packets on a clean link"
 		((dup == 0)) || bad "$tag: $dup duplicate requests on a clean link"
+		((oos == 0)) || bad "$tag: $oos out-of-sequence requests on a clean link"
 		;;
 	esac
 	case ",$expect," in *,stall,*)
@@ -222,6 +223,11 @@ ops=(--depth 8 --max-size 16K)
 it=${SROCE_ITERS:-150}
 log "seed base $seed (SROCE_SEED=$seed reproduces this run)"
 impair clean "" clean --iters "$it" "${ops[@]}"
+# The same with every WR posted from the next CPU (rc_integrity
+# --hop-cpus): the doorbell runs the requester on the CPU that rings it,
+# and a QP's packets must still leave in order (veth hands each CPU's to
+# that CPU's backlog: packets sent from two CPUs can pass each other).
+impair hop "" clean --iters "$it" --hop-cpus "${ops[@]}"
 # A host that stops running (a VM's vCPUs descheduled: every CPU stopped
 # 100 ms, then running 200 ms, over and over; sroce_stall_test.ko) finds
 # its timers due at once when it runs again, before the ACKs that wait to

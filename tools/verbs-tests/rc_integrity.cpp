@@ -41,6 +41,7 @@
 #include <endian.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <array>
@@ -80,6 +81,7 @@ struct Options : CommonOptions {
 	unsigned signal_pct = 60;
 	unsigned ack_timeout = 14; // IBTA encoding: 4.096 us * 2^N
 	bool sqd = false;
+	bool hop_cpus = false; // post each WR from the next CPU
 	bool tap = false;
 	int rxe_side = -1; // --rxe-side a|b: that side is an rdma_rxe device
 	int verbose = 0;
@@ -90,6 +92,30 @@ constexpr size_t kJitter = 4096;  // random start offset within a slot
 constexpr size_t kMaxGap = 64;    // random gap between SGEs
 constexpr size_t kAux = 4096;     // per-slot area for WRITE_WITH_IMM's receive SGEs
 
+
+// --hop-cpus: move this thread to the next CPU it was allowed at the start.
+void hop_cpu()
+{
+	static cpu_set_t allowed;
+	static bool known = false;
+	static int next = 0;
+
+	if (!known && sched_getaffinity(0, sizeof(allowed), &allowed))
+		throw_errno("sched_getaffinity", errno);
+	known = true;
+	for (int i = 0; i < CPU_SETSIZE; i++) {
+		int c = (next + i) % CPU_SETSIZE;
+		if (!CPU_ISSET(c, &allowed))
+			continue;
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		if (sched_setaffinity(0, sizeof(one), &one))
+			throw_errno(strf("sched_setaffinity(CPU %d)", c), errno);
+		next = c + 1;
+		return;
+	}
+}
 
 // After the operation, slot bytes [lo, hi) must be the pieces / resting.
 struct Check {
@@ -573,6 +599,8 @@ void Test::post(Op &op)
 	}
 	if (opt_.verbose)
 		std::printf("post %s\n", describe(op).c_str());
+	if (opt_.hop_cpus)
+		hop_cpu();
 	int rc = ibv_post_send(req.qp.get(), &wr, &bad);
 	if (rc)
 		fail_op(&op, strf("ibv_post_send: %s (%d)", strerror(rc), rc));
@@ -1233,6 +1261,8 @@ void usage(FILE *f)
 		     "  --ack-timeout N             local ACK timeout, 4.096 us * 2^N (default 14, 67 ms)\n"
 		     "  --mem BYTES                 buffer per side (default 256M; at least one slot)\n"
 		     "  --timeout SECS              fail after this long without a completion (default 60)\n"
+		     "  --hop-cpus                  post each WR from the next CPU (the doorbell runs the\n"
+		     "                              requester there): packets of one QP leave from all CPUs\n"
 		     "  --sqd                       cycle each QP RTS -> SQD -> SQD (new timeout, retry_cnt) -> RTS\n"
 		     "                              with work requests outstanding\n"
 		     "  --tap                       TAP lines: per operation kind and direction, SQD cycle, failure\n"
@@ -1250,7 +1280,7 @@ int main(int argc, char **argv)
 {
 	return guarded_main("rc_integrity", [&] {
 		Options o;
-		enum { O_ITERS = 256, O_SEED, O_MAXSIZE, O_DEPTH, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT, O_ACKTO, O_SQD, O_TAP, O_TAPNAMES, O_RXE };
+		enum { O_ITERS = 256, O_SEED, O_MAXSIZE, O_DEPTH, O_TIMEOUT, O_MEM, O_OPS, O_MAXSGE, O_SIGPCT, O_ACKTO, O_SQD, O_HOP, O_TAP, O_TAPNAMES, O_RXE };
 		int rc = parse_args(argc, argv, o, "vh",
 				    {{"iters", required_argument, nullptr, O_ITERS},
 				     {"seed", required_argument, nullptr, O_SEED},
@@ -1263,6 +1293,7 @@ int main(int argc, char **argv)
 				     {"signal-pct", required_argument, nullptr, O_SIGPCT},
 				     {"ack-timeout", required_argument, nullptr, O_ACKTO},
 				     {"sqd", no_argument, nullptr, O_SQD},
+				     {"hop-cpus", no_argument, nullptr, O_HOP},
 				     {"tap", no_argument, nullptr, O_TAP},
 				     {"tap-names", required_argument, nullptr, O_TAPNAMES},
 				     {"rxe-side", required_argument, nullptr, O_RXE},
@@ -1280,6 +1311,7 @@ int main(int argc, char **argv)
 					    case O_SIGPCT: o.signal_pct = std::stoul(arg); break;
 					    case O_ACKTO: o.ack_timeout = std::stoul(arg); break;
 					    case O_SQD: o.sqd = true; break;
+					    case O_HOP: o.hop_cpus = true; break;
 					    case O_TAP: o.tap = g_tap.tap = true; break;
 					    case O_RXE:
 						    if (std::string(arg) != "a" && std::string(arg) != "b")

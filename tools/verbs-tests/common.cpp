@@ -368,59 +368,72 @@ void connect_qp(Endpoint &ep, const Endpoint &peer, const ConnParams &p, uint32_
 	connect_qp(ep, ep.qp.get(), peer, peer.qpn(), p, peer_psn);
 }
 
+ibv_ah_attr ah_attr_to(const Endpoint &ep, const Endpoint &peer)
+{
+	ibv_ah_attr ah{};
+	ah.is_global = 1;
+	ah.grh.dgid = peer.gid;
+	ah.grh.sgid_index = static_cast<uint8_t>(ep.gid_index);
+	ah.grh.hop_limit = 64;
+	ah.port_num = ep.port;
+	return ah;
+}
+
 void connect_qp(Endpoint &ep, ibv_qp *qp, const Endpoint &peer, uint32_t peer_qpn, const ConnParams &p,
 		uint32_t peer_psn)
 {
+	const bool ud = qp->qp_type == IBV_QPT_UD, rc = qp->qp_type == IBV_QPT_RC;
 	ibv_qp_attr a{};
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = ep.port;
-	a.qp_access_flags = p.access;
-	int rc = ibv_modify_qp(qp, &a,
-			       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	if (rc)
-		throw_errno(ep.label + ": ibv_modify_qp(RESET -> INIT)", rc);
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+	if (ud) {
+		a.qkey = p.qkey;
+		mask |= IBV_QP_QKEY;
+	} else {
+		a.qp_access_flags = p.access;
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	if (int err = ibv_modify_qp(qp, &a, mask))
+		throw_errno(ep.label + ": ibv_modify_qp(RESET -> INIT)", err);
 
 	uint8_t rd = std::min<int>({p.max_rd_atomic, ep.dattr.max_qp_rd_atom,
 				    ep.dattr.max_qp_init_rd_atom, peer.dattr.max_qp_rd_atom,
 				    peer.dattr.max_qp_init_rd_atom});
 	a = {};
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = p.mtu;
-	a.dest_qp_num = peer_qpn;
-	a.rq_psn = peer_psn;
-	a.max_dest_rd_atomic = rd;
-	a.min_rnr_timer = p.min_rnr_timer;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = peer.gid;
-	a.ah_attr.grh.sgid_index = static_cast<uint8_t>(ep.gid_index);
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.grh.flow_label = 0;
-	a.ah_attr.grh.traffic_class = 0;
-	a.ah_attr.dlid = 0;
-	a.ah_attr.sl = 0;
-	a.ah_attr.src_path_bits = 0;
-	a.ah_attr.port_num = ep.port;
-	rc = ibv_modify_qp(qp, &a,
-			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	if (rc)
+	mask = IBV_QP_STATE;
+	if (!ud) {
+		a.path_mtu = p.mtu;
+		a.dest_qp_num = peer_qpn;
+		a.rq_psn = peer_psn;
+		a.ah_attr = ah_attr_to(ep, peer);
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	}
+	if (rc) {
+		a.max_dest_rd_atomic = rd;
+		a.min_rnr_timer = p.min_rnr_timer;
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	}
+	if (int err = ibv_modify_qp(qp, &a, mask))
 		throw_errno(strf("%s: ibv_modify_qp(INIT -> RTR, dest qpn 0x%x, dgid %s, mtu %s)",
 				 ep.label.c_str(), peer_qpn, gid_str(peer.gid).c_str(), mtu_str(p.mtu)),
-			    rc);
+			    err);
 
 	a = {};
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = p.timeout;
-	a.retry_cnt = p.retry_cnt;
-	a.rnr_retry = p.rnr_retry;
 	a.sq_psn = p.psn;
-	a.max_rd_atomic = rd;
-	rc = ibv_modify_qp(qp, &a,
-			   IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-	if (rc)
-		throw_errno(ep.label + ": ibv_modify_qp(RTR -> RTS)", rc);
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (rc) {
+		a.timeout = p.timeout;
+		a.retry_cnt = p.retry_cnt;
+		a.rnr_retry = p.rnr_retry;
+		a.max_rd_atomic = rd;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	if (int err = ibv_modify_qp(qp, &a, mask))
+		throw_errno(ep.label + ": ibv_modify_qp(RTR -> RTS)", err);
 }
 
 void connect_pair(Endpoint &a, Endpoint &b, const ConnParams &pa, const ConnParams &pb)

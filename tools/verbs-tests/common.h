@@ -138,9 +138,15 @@ struct ConnParams {
 	unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	uint32_t psn = 0; // this side's send PSN
+	uint32_t qkey = 0x11111111; // a UD QP's
 };
 
+// The address of peer's port from ep (GID by index, hop limit 64).
+ibv_ah_attr ah_attr_to(const Endpoint &ep, const Endpoint &peer);
+
 // Bring ep's QP to RTS, connected to peer (QPN, GID of peer, peer_psn).
+// By the QP's type: RC with everything in mine; UC with its access flags,
+// path MTU and PSNs; UD with its Q_Key only (peer and peer_psn unused).
 void connect_qp(Endpoint &ep, const Endpoint &peer, const ConnParams &mine, uint32_t peer_psn);
 // The same for another QP of ep (Endpoint::new_qp), connected to QP number
 // peer_qpn of peer.

@@ -271,66 +271,20 @@ std::string AsyncLog::of(const void *obj)
 
 // --- the attacker's environment ---------------------------------------------------
 
-namespace {
-
-void modify(ibv_qp *qp, ibv_qp_attr &a, int mask, const char *what)
-{
-	int rc = ibv_modify_qp(qp, &a, mask);
-	if (rc)
-		throw_errno(strf("ibv_modify_qp(%s)", what), rc);
-}
-
-} // namespace
-
 void connect_one(Ctx &c, Endpoint &me, ibv_qp *qp, ibv_qp_type t, const Endpoint &peer, uint32_t peer_qpn,
 		 uint32_t my_psn, uint32_t peer_psn, const ConnCfg &cfg)
 {
-	ibv_qp_attr a{};
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = me.port;
-	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-	if (t == IBV_QPT_UD) {
-		a.qkey = kQkey;
-		mask |= IBV_QP_QKEY;
-	} else {
-		a.qp_access_flags = t == IBV_QPT_UC ? unsigned{IBV_ACCESS_REMOTE_WRITE} : kAllAccess;
-		mask |= IBV_QP_ACCESS_FLAGS;
-	}
-	modify(qp, a, mask, "-> INIT");
-	a = {};
-	a.qp_state = IBV_QPS_RTR;
-	mask = IBV_QP_STATE;
-	if (t != IBV_QPT_UD) {
-		a.path_mtu = c.mtu;
-		a.dest_qp_num = peer_qpn;
-		a.rq_psn = peer_psn;
-		a.ah_attr.is_global = 1;
-		a.ah_attr.grh.dgid = peer.gid;
-		a.ah_attr.grh.sgid_index = static_cast<uint8_t>(me.gid_index);
-		a.ah_attr.grh.hop_limit = 64;
-		a.ah_attr.port_num = me.port;
-		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		if (t == IBV_QPT_RC) {
-			a.max_dest_rd_atomic =
-				cfg.rd_atomic ? static_cast<uint8_t>(std::min(4, me.dattr.max_qp_rd_atom)) : 0;
-			a.min_rnr_timer = cfg.min_rnr;
-			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-		}
-	}
-	modify(qp, a, mask, "INIT -> RTR");
-	a = {};
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = my_psn;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (t == IBV_QPT_RC) {
-		a.timeout = cfg.timeout;
-		a.retry_cnt = cfg.retry;
-		a.rnr_retry = cfg.rnr_retry;
-		a.max_rd_atomic = cfg.rd_atomic ? static_cast<uint8_t>(std::min(4, peer.dattr.max_qp_rd_atom)) : 0;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-	}
-	modify(qp, a, mask, "RTR -> RTS");
+	ConnParams p;
+	p.mtu = c.mtu;
+	p.timeout = cfg.timeout;
+	p.retry_cnt = cfg.retry;
+	p.rnr_retry = cfg.rnr_retry;
+	p.min_rnr_timer = cfg.min_rnr;
+	p.max_rd_atomic = cfg.rd_atomic ? 4 : 0;
+	p.access = t == IBV_QPT_UC ? unsigned{IBV_ACCESS_REMOTE_WRITE} : kAllAccess;
+	p.psn = my_psn;
+	p.qkey = kQkey;
+	connect_qp(me, qp, peer, peer_qpn, p, peer_psn);
 }
 
 QpPtr create_qp(Endpoint &ep, ibv_cq *cq, ibv_qp_type t, const ConnCfg &cfg, ibv_srq *srq, ibv_qp_cap *out)

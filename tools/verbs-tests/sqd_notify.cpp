@@ -74,55 +74,11 @@ QpPtr make_qp(const Endpoint &ep, ibv_qp_type t, const char *name, uint32_t dept
 	return q;
 }
 
-ibv_ah_attr ah_to(const Endpoint &ep, const Endpoint &peer)
-{
-	ibv_ah_attr ah{};
-	ah.is_global = 1;
-	ah.grh.dgid = peer.gid;
-	ah.grh.sgid_index = static_cast<uint8_t>(ep.gid_index);
-	ah.grh.hop_limit = 64;
-	ah.port_num = ep.port;
-	return ah;
-}
-
 void modify(const Endpoint &ep, ibv_qp *qp, ibv_qp_attr &a, int mask, const char *what)
 {
 	int rc = ibv_modify_qp(qp, &a, mask);
 	if (rc)
 		throw_errno(strf("%s: ibv_modify_qp(%s)", ep.label.c_str(), what), rc);
-}
-
-// RESET -> RTS: UC connected to peer_qpn (RC takes common.cpp's connect_qp).
-void bring_up(const Endpoint &ep, ibv_qp *qp, ibv_qp_type t, const Endpoint &peer, uint32_t peer_qpn,
-	      ibv_mtu mtu)
-{
-	ibv_qp_attr a{};
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = ep.port;
-	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-	if (t == IBV_QPT_UD) {
-		a.qkey = kQkey;
-		mask |= IBV_QP_QKEY;
-	} else {
-		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-		mask |= IBV_QP_ACCESS_FLAGS;
-	}
-	modify(ep, qp, a, mask, "RESET -> INIT");
-	a = {};
-	a.qp_state = IBV_QPS_RTR;
-	mask = IBV_QP_STATE;
-	if (t == IBV_QPT_UC) {
-		a.path_mtu = mtu;
-		a.dest_qp_num = peer_qpn;
-		a.rq_psn = 0;
-		a.ah_attr = ah_to(ep, peer);
-		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	}
-	modify(ep, qp, a, mask, "INIT -> RTR");
-	a = {};
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	modify(ep, qp, a, IBV_QP_STATE | IBV_QP_SQ_PSN, "RTR -> RTS");
 }
 
 // The next async event of ep's context within ms, or false. The caller
@@ -179,15 +135,13 @@ void Run::setup()
 	uint32_t depth = static_cast<uint32_t>(o_.wrs) + 1;
 	qa_ = make_qp(a_, t_, name_, depth);
 	qb_ = make_qp(b_, t_, name_, depth);
-	if (t_ == IBV_QPT_RC) {
-		ConnParams p;
-		p.mtu = mtu;
-		connect_qp(a_, qa_.get(), b_, qb_->qp_num, p, 0);
-		connect_qp(b_, qb_.get(), a_, qa_->qp_num, p, 0);
-	} else {
-		bring_up(a_, qa_.get(), t_, b_, qb_->qp_num, mtu);
-		bring_up(b_, qb_.get(), t_, a_, qa_->qp_num, mtu);
-	}
+	ConnParams p;
+	p.mtu = mtu;
+	p.qkey = kQkey;
+	if (t_ == IBV_QPT_UC)
+		p.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	connect_qp(a_, qa_.get(), b_, qb_->qp_num, p, 0);
+	connect_qp(b_, qb_.get(), a_, qa_->qp_num, p, 0);
 	// UD: one packet a message, the path MTU (the device's active MTU).
 	len_ = t_ == IBV_QPT_UD ? static_cast<size_t>(128) << mtu : o_.size;
 	sbuf_.assign(len_ * o_.wrs, 0x5a);
@@ -195,7 +149,7 @@ void Run::setup()
 	smr_ = reg_mr(a_.pd.get(), sbuf_.data(), sbuf_.size(), IBV_ACCESS_LOCAL_WRITE);
 	rmr_ = reg_mr(b_.pd.get(), rbuf_.data(), rbuf_.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (t_ == IBV_QPT_UD) {
-		ibv_ah_attr ah = ah_to(a_, b_);
+		ibv_ah_attr ah = ah_attr_to(a_, b_);
 		ah_.reset(ibv_create_ah(a_.pd.get(), &ah));
 		if (!ah_)
 			throw_errno("A: ibv_create_ah", errno);

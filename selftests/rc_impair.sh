@@ -15,7 +15,9 @@
 #    (sent - rcvd = netem's drops on that direction, give or take a few
 #    ARP/ND packets, which netem counts but sroce does not send);
 #  - loss makes the requesters retransmit (retransmitted_pkts, retry_timeouts
-#    or sequence NAKs); a clean run retransmits nothing;
+#    or sequence NAKs); a clean run retransmits nothing and sees no
+#    out-of-sequence request, also with each WR posted from the next CPU
+#    (the hop case), and while the machine stalls (the stall cases);
 #  - duplication makes the responders see duplicate requests;
 #  - reordering makes them see out-of-sequence requests;
 #  - corruption is caught by the ICRC check (rcvd_icrc_err), or by IP/UDP

@@ -127,8 +127,7 @@ sr_counters_nz() {
 	local f v out=''
 	for f in "$SR_SYS/$1/ports/1/hw_counters/"*; do
 		[[ -r $f ]] || continue
-		v=''
-		IFS= read -r v 2>/dev/null <"$f" || [[ -n $v ]] || continue
+		sr_line -v v "$f" 2>/dev/null || continue
 		[[ $v == 0 ]] || out+="${f##*/}=$v "
 	done
 	echo "${out:-(none, or no counters)}"

@@ -39,8 +39,7 @@
 # --mrs 200 --no-max), SROCE_HOSTILE_RING_TIMEOUT=S replaces each run's time
 # limit (200 s; shadow race 120 s), SROCE_HOSTILE_RING_RACE_SECONDS is
 # HOSTILE_RING_RACE_SECONDS, and SROCE_HOSTILE_RING_CHECK_ARGS is appended to
-# the verified rc_integrity run after the attacks (e.g. --ack-timeout 18: a
-# starved debug guest can stall longer than 7 retries of 67 ms).
+# the verified rc_integrity run after the attacks (e.g. --ack-timeout 18).
 export SR_TAG=hr # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"

@@ -76,8 +76,7 @@
 # SROCE_MUTATIONS=N sets the mutation count, SROCE_FLOOD=N the flood size,
 # SROCE_WH_TRAFFIC_ITERS=N the operations of each real-traffic run (6000;
 # fewer on slow debug kernels, so that runs of both families complete),
-# SROCE_WH_INTEGRITY_ARGS="..." is appended to every rc_integrity run (the
-# debug lane: --ack-timeout 18).
+# SROCE_WH_INTEGRITY_ARGS="..." is appended to every rc_integrity run.
 export SR_TAG=wh # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"

@@ -13,7 +13,8 @@
 #
 # Topologies: two sroce devices (veth between two namespaces), IPv4 and
 # IPv6; one device (loopback), IPv4. Each QP type of each topology is a
-# sub-case.
+# sub-case. SROCE_SQD_ARGS="..." is appended to every run (the debug lane:
+# smaller messages and fewer rounds).
 export SR_TAG=sq # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
@@ -32,7 +33,8 @@ defer rm -rf "$tmp"
 # for the 7 MiB a round holds back until RTS, which took over 10 s on the
 # debug kernel (2026-12-06).
 guard=$((30 * ${SROCE_TIMEOUT_SCALE:-1}))
-sqd() { sr_run_prog_tap $((20 * guard)) "$1" "$bin" "${@:2}" --timeout "$guard"; } # DESCRIPTION ARGS...
+read -ra extra <<<"${SROCE_SQD_ARGS:-}"
+sqd() { sr_run_prog_tap $((20 * guard)) "$1" "$bin" "${@:2}" --timeout "$guard" "${extra[@]}"; } # DESCRIPTION ARGS...
 
 sqd "two devices, IPv4" --dev-a "$da" --dev-b "$db"
 sqd "two devices, IPv6" --dev-a "$da" --dev-b "$db" --ipv6 --rounds 5

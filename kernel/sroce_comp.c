@@ -632,8 +632,7 @@ void sroce_comp_init(struct sroce_qp *qp)
 /* Back to RESET: nothing outstanding, no timer. Locks held by the caller. */
 void sroce_comp_reset(struct sroce_qp *qp)
 {
-	timer_delete(&qp->comp.retrans_timer);
-	timer_delete(&qp->comp.probe_timer);
+	sroce_comp_timers(qp, SROCE_GBN_TIMER_STOP);
 	timer_delete(&qp->comp.rnr_timer);
 	qp->comp.idx = 0;
 	qp->comp.probes = 0;

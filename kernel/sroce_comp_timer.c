@@ -47,8 +47,17 @@ static void sroce_comp_wait_arm(struct sroce_qp *qp, struct timer_list *t,
 	if (test_bit(SROCE_QPF_DYING, &qp->flags))
 		return;
 	cw->armed_j = now;
+	cw->running = true;
 	mod_timer(t, now + sroce_wait_start(&cw->w, min_t(unsigned long,
 							  wait_j, U32_MAX)));
+}
+
+/* Stop timer @t's wait (@cw). sq_lock held. */
+static void sroce_comp_wait_stop(struct timer_list *t,
+				 struct sroce_comp_wait *cw)
+{
+	timer_delete(t);
+	cw->running = false;
 }
 
 /*
@@ -65,6 +74,7 @@ static bool sroce_comp_wait_over(struct sroce_qp *qp, struct timer_list *t,
 	switch (sroce_wait_step(&cw->w, min_t(unsigned long, now - cw->armed_j,
 					      U32_MAX), &next)) {
 	case SROCE_WAIT_OVER:
+		cw->running = false;
 		return true;
 	case SROCE_WAIT_STALLED:
 		sroce_stat_inc(qp->sdev, SROCE_CNT_TIMER_STALL);
@@ -72,10 +82,12 @@ static bool sroce_comp_wait_over(struct sroce_qp *qp, struct timer_list *t,
 	case SROCE_WAIT_ON:
 		break;
 	}
-	if (!test_bit(SROCE_QPF_DYING, &qp->flags)) {
-		cw->armed_j = now;
-		mod_timer(t, now + next);
+	if (test_bit(SROCE_QPF_DYING, &qp->flags)) {
+		cw->running = false;
+		return false;
 	}
+	cw->armed_j = now;
+	mod_timer(t, now + next);
 	return false;
 }
 
@@ -122,8 +134,10 @@ void sroce_comp_timers(struct sroce_qp *qp, enum sroce_gbn_timer t)
 		sroce_comp_arm_retrans(qp);
 		break;
 	case SROCE_GBN_TIMER_STOP:
-		timer_delete(&qp->comp.retrans_timer);
-		timer_delete(&qp->comp.probe_timer);
+		sroce_comp_wait_stop(&qp->comp.retrans_timer,
+				     &qp->comp.retrans_wait);
+		sroce_comp_wait_stop(&qp->comp.probe_timer,
+				     &qp->comp.probe_wait);
 		break;
 	}
 }
@@ -156,16 +170,42 @@ static bool sroce_comp_sending(struct sroce_qp *qp)
 	return state == IB_QPS_RTS || state == IB_QPS_SQD;
 }
 
+/*
+ * Whether the completer still has what its timers are about: requests sent
+ * and not acknowledged, in a state that recovers them, no RNR wait.
+ * sq_lock held.
+ */
+static bool sroce_comp_recovering(struct sroce_qp *qp)
+{
+	return sroce_comp_sending(qp) && !qp->comp.rnr_wait &&
+	       !sroce_comp_idle(qp) && sroce_comp_unacked(qp);
+}
+
+/*
+ * Timer @t (@cw) fired: true if its wait is over and what it is about
+ * (@valid) still holds. A timer re-armed meanwhile (progress) goes on; one
+ * whose cause is gone ends its wait. sq_lock held.
+ */
+static bool sroce_comp_timer_due(struct sroce_qp *qp, struct timer_list *t,
+				 struct sroce_comp_wait *cw, bool valid)
+{
+	if (timer_pending(t))
+		return false;
+	if (!valid) {
+		cw->running = false;
+		return false;
+	}
+	return sroce_comp_wait_over(qp, t, cw);
+}
+
 static void sroce_comp_retrans_timeout(struct timer_list *t)
 {
 	struct sroce_qp *qp = timer_container_of(qp, t, comp.retrans_timer);
 	bool fatal = false;
 
 	spin_lock_bh(&qp->sq_lock);
-	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
-	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp) ||
-	    timer_pending(t) ||
-	    !sroce_comp_wait_over(qp, t, &qp->comp.retrans_wait)) {
+	if (!sroce_comp_timer_due(qp, t, &qp->comp.retrans_wait,
+				  sroce_comp_recovering(qp))) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}
@@ -214,10 +254,8 @@ static void sroce_comp_probe_timeout(struct timer_list *t)
 
 	spin_lock_bh(&qp->sq_lock);
 	pto = sroce_comp_pto_ns(qp);
-	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
-	    sroce_comp_idle(qp) || !sroce_comp_unacked(qp) || !pto ||
-	    timer_pending(t) ||
-	    !sroce_comp_wait_over(qp, t, &qp->comp.probe_wait)) {
+	if (!sroce_comp_timer_due(qp, t, &qp->comp.probe_wait,
+				  sroce_comp_recovering(qp) && pto)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}

@@ -133,11 +133,14 @@ enum sroce_qp_flags {
 
 /*
  * A completer timer's wait, counted in steps of the time the host ran
- * (proto/sroce_gbn.h): the step armed at armed_j.
+ * (proto/sroce_gbn.h): the step armed at armed_j. running: a wait is under
+ * way, also between a step's expiry and its handler (the timer is not
+ * pending then, and a packet sent meanwhile must not start a new wait).
  */
 struct sroce_comp_wait {
 	unsigned long armed_j;
 	struct sroce_wait w;
+	bool running;
 };
 
 struct sroce_qp {

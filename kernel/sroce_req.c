@@ -246,7 +246,7 @@ static void sroce_req_advance(struct sroce_qp *qp,
 	/* The ACK timeout runs from the newest packet that asks for an ACK. */
 	if (!pos->uc)
 		sroce_comp_timers(qp, sroce_gbn_timer_sent(pkt->bth.ack_req, resent,
-							   timer_pending(&qp->comp.retrans_timer)));
+							   qp->comp.retrans_wait.running));
 }
 
 /*

@@ -224,8 +224,7 @@ void sroce_sq_flush(struct sroce_qp *qp)
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}
-	timer_delete(&qp->comp.retrans_timer);
-	timer_delete(&qp->comp.probe_timer);
+	sroce_comp_timers(qp, SROCE_GBN_TIMER_STOP);
 	sroce_sq_fetch(qp);
 	for (n = qp->comp.idx; n != qp->req.fetched; n++) {
 		struct sroce_wqe_st *st = sroce_wst(qp, n);

@@ -129,9 +129,10 @@ static inline u64 sroce_tlp_pto_ns(const struct sroce_rtt *r, u8 probes,
  *
  * So these timers count only time the host ran. A wait of @wait_j ticks
  * runs in steps of a quarter of it (at least one tick). A step that fires
- * late, by more than one tick and more than an eighth of the step (the
- * timer wheel's own slack: exact to the tick below 64 ticks, at most an
- * eighth late above), counts as the step it was meant to be, not as the
+ * late, by more than an eighth of the step plus a tick (the timer wheel's
+ * own slack: a tick below 63 ticks; above, a level's granularity, which is
+ * at most that: 8 ticks from 63, 64 from 504), counts as the step it was
+ * meant to be, not as the
  * time that passed: the host did not run for the rest. And after a late
  * step at least one more step is waited, once per wait, so that a stall
  * near the end of a wait leaves the receive path time to hand over what
@@ -167,7 +168,7 @@ static inline enum sroce_wait_verdict
 sroce_wait_step(struct sroce_wait *w, u32 ran_j, u32 *next_j)
 {
 	u32 step = w->step < w->left ? w->step : w->left;
-	bool late = ran_j > step + 1 && ran_j - step > step / 8;
+	bool late = ran_j > step && ran_j - step > step / 8 + 1;
 	u32 done = late ? step : ran_j ? ran_j : 1;
 
 	w->left -= done < w->left ? done : w->left;

@@ -442,12 +442,21 @@ TEST(GbnStall, TheWheelsSlackIsNotAStall)
 
 	// RDMA CM's 2.1 s timeout at HZ 250: 537 ticks, steps of 135, on
 	// the wheel's level 1 (8 ticks granularity): up to an eighth of the
-	// step late is the wheel's (16 ticks, 10 for the last step of 84);
-	// 17 is a stall.
-	EXPECT_EQ(run_wait(537, {151, 151, 151, 94}, &stalled), 4);
+	// step and a tick late is the wheel's (17 ticks; 11 for the last
+	// step, of the 81 left); 18 is a stall.
+	EXPECT_EQ(run_wait(537, {152, 152, 152, 92}, &stalled), 4);
 	EXPECT_EQ(stalled, 0);
-	EXPECT_EQ(run_wait(537, {152, 135, 135, 132}, &stalled), 4);
+	EXPECT_EQ(run_wait(537, {153, 135, 135, 132}, &stalled), 4);
 	EXPECT_EQ(stalled, 1);
+	// The bottom of a level: a step of 63 ticks is on level 1 and may
+	// fire 8 late; one of 504 on level 2, 64 late (the last steps: what
+	// is left, 39 and 312 ticks, with their own slack).
+	EXPECT_EQ(run_wait(252, {71, 71, 71, 44}, &stalled), 4);
+	EXPECT_EQ(stalled, 0);
+	EXPECT_EQ(run_wait(252, {72, 63, 63, 63}, &stalled), 4);
+	EXPECT_EQ(stalled, 1);
+	EXPECT_EQ(run_wait(2016, {568, 568, 568, 352}, &stalled), 4);
+	EXPECT_EQ(stalled, 0);
 }
 
 } // namespace

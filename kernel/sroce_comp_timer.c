@@ -36,7 +36,7 @@ static u64 sroce_comp_pto_ns(const struct sroce_qp *qp)
 }
 
 /*
- * Start the wait of timer @t (@cw): @wait_ns, in steps of the time the
+ * Start the wait of timer @t (@cw): @wait_j, in steps of the time the
  * host runs (proto/sroce_gbn.h). None once the QP is dying. sq_lock held.
  */
 static void sroce_comp_wait_arm(struct sroce_qp *qp, struct timer_list *t,

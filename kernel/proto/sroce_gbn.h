@@ -132,11 +132,10 @@ static inline u64 sroce_tlp_pto_ns(const struct sroce_rtt *r, u8 probes,
  * late, by more than an eighth of the step plus a tick (the timer wheel's
  * own slack: a tick below 63 ticks; above, a level's granularity, which is
  * at most that: 8 ticks from 63, 64 from 504), counts as the step it was
- * meant to be, not as the
- * time that passed: the host did not run for the rest. And after a late
- * step at least one more step is waited, once per wait, so that a stall
- * near the end of a wait leaves the receive path time to hand over what
- * waited in it. A silent peer is still found after at most the wait plus
+ * meant to be, not as the time that passed: the host did not run for the
+ * rest. And after a late step at least one more step is waited, once per
+ * wait, so that a stall near the end of a wait leaves the receive path
+ * time to hand over what waited in it. A silent peer is still found after at most the wait plus
  * one step of the host's running time: every step counts at least a tick.
  */
 struct sroce_wait {
@@ -160,6 +159,12 @@ static inline u32 sroce_wait_start(struct sroce_wait *w, u32 wait_j)
 	return w->step;
 }
 
+/* The ticks of the step to arm now: a whole one, or what is left. */
+static inline u32 sroce_wait_next(const struct sroce_wait *w)
+{
+	return w->step < w->left ? w->step : w->left;
+}
+
 /*
  * The step armed last fired @ran_j ticks after it was armed. Unless the
  * wait is over, *@next_j is the next step's ticks.
@@ -167,7 +172,7 @@ static inline u32 sroce_wait_start(struct sroce_wait *w, u32 wait_j)
 static inline enum sroce_wait_verdict
 sroce_wait_step(struct sroce_wait *w, u32 ran_j, u32 *next_j)
 {
-	u32 step = w->step < w->left ? w->step : w->left;
+	u32 step = sroce_wait_next(w);
 	bool late = ran_j > step && ran_j - step > step / 8 + 1;
 	u32 done = late ? step : ran_j ? ran_j : 1;
 
@@ -178,7 +183,7 @@ sroce_wait_step(struct sroce_wait *w, u32 ran_j, u32 *next_j)
 	}
 	if (!w->left)
 		return SROCE_WAIT_OVER;
-	*next_j = w->step < w->left ? w->step : w->left;
+	*next_j = sroce_wait_next(w);
 	return late ? SROCE_WAIT_STALLED : SROCE_WAIT_ON;
 }
 

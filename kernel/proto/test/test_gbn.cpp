@@ -4,6 +4,7 @@
 // waits after each timeout, how far it may run ahead after one, and which
 // packets ask for an ACK.
 #include <initializer_list>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -340,35 +341,41 @@ TEST(GbnTlp, ProbeWait)
 }
 
 
-// A timer that fires more than a tick and more than a quarter of its wait
-// late counted a stall of its own host as the peer's silence: it waits
-// again. The timer wheel's own lateness (a tick, an eighth of a long wait)
-// is not a stall.
+// The ACK timeout and the probe count only the time the host ran (a
+// stalled host's timers fire late, before it received what waited): a
+// wait runs in steps, and a late step counts as a step. The timer wheel's
+// own lateness (a tick, an eighth of a long step) is not a stall.
+//
 // Runs a wait of @wait ticks whose steps fire @ran[i] ticks after they
-// were armed; returns the steps it took to run out (0: it did not), and
-// the late steps in *stalled.
-static int run_wait(u32 wait, std::initializer_list<u32> ran, int *stalled)
+// were armed; returns {the steps it took to run out (0: it did not), the
+// late steps among them before the last}.
+static std::pair<int, int> run_wait(u32 wait, std::initializer_list<u32> ran)
 {
 	struct sroce_wait w;
 	u32 armed = sroce_wait_start(&w, wait), next = 0;
-	int n = 0;
+	int n = 0, stalled = 0;
 
-	*stalled = 0;
 	for (u32 r : ran) {
 		n++;
 		EXPECT_GE(r, armed) << "step " << n << " fires before it is due";
 		switch (sroce_wait_step(&w, r, &next)) {
 		case SROCE_WAIT_OVER:
-			return n;
+			return {n, stalled};
 		case SROCE_WAIT_STALLED:
-			++*stalled;
+			stalled++;
 			/* fall through */
 		case SROCE_WAIT_ON:
 			armed = next;
 			break;
 		}
 	}
-	return 0;
+	return {0, stalled};
+}
+
+// {steps to run out, late steps}
+static std::pair<int, int> steps(int n, int stalled)
+{
+	return {n, stalled};
 }
 
 TEST(GbnStall, AWaitRunsInQuarterSteps)
@@ -391,72 +398,52 @@ TEST(GbnStall, AWaitRunsInQuarterSteps)
 
 TEST(GbnStall, OnTimeStepsFindASilentPeerAfterTheWait)
 {
-	int stalled;
-
-	EXPECT_EQ(run_wait(17, {5, 5, 5, 2}, &stalled), 4);
-	EXPECT_EQ(stalled, 0);
+	EXPECT_EQ(run_wait(17, {5, 5, 5, 2}), steps(4, 0));
 	// The wheel fires a tick late: that tick was waited, and counts.
-	EXPECT_EQ(run_wait(17, {6, 6, 6}, &stalled), 3);
-	EXPECT_EQ(stalled, 0);
-	EXPECT_EQ(run_wait(3, {2, 2}, &stalled), 2) << "probe, a tick late";
-	EXPECT_EQ(stalled, 0);
+	EXPECT_EQ(run_wait(17, {6, 6, 6}), steps(3, 0));
+	EXPECT_EQ(run_wait(3, {2, 2}), steps(2, 0)) << "probe, a tick late";
 }
 
 TEST(GbnStall, AStalledHostCountsOnlyTheTimeItRan)
 {
-	int stalled;
-
 	// A 75 ms stall (19 ticks) right after the wait started: the first
 	// step counts 5 ticks, not 19, and 12 are still to run after it.
-	EXPECT_EQ(run_wait(17, {19, 5, 5, 2}, &stalled), 4);
-	EXPECT_EQ(stalled, 1);
+	EXPECT_EQ(run_wait(17, {19, 5, 5, 2}), steps(4, 1));
 	// A 100 ms stall and a 1 s stall alike.
-	EXPECT_EQ(run_wait(17, {25, 5, 5, 2}, &stalled), 4);
-	EXPECT_EQ(run_wait(17, {250, 5, 5, 2}, &stalled), 4);
+	EXPECT_EQ(run_wait(17, {25, 5, 5, 2}), steps(4, 1));
+	EXPECT_EQ(run_wait(17, {250, 5, 5, 2}), steps(4, 1));
 	// Two stalls, two steps that count as steps.
-	EXPECT_EQ(run_wait(17, {25, 25, 5, 2}, &stalled), 4);
-	EXPECT_EQ(stalled, 2);
+	EXPECT_EQ(run_wait(17, {25, 25, 5, 2}), steps(4, 2));
 }
 
 TEST(GbnStall, AStallAtTheEndOfAWaitLeavesAStepAfterIt)
 {
-	int stalled;
-
 	// The last step fires late: one step more is waited, for what may
 	// wait in the receive queue...
-	EXPECT_EQ(run_wait(17, {5, 5, 5, 20, 5}, &stalled), 5);
-	EXPECT_EQ(stalled, 1);
+	EXPECT_EQ(run_wait(17, {5, 5, 5, 20, 5}), steps(5, 1));
 	// ...once per wait: a host late at every step still finds the peer
 	// silent, after the wait plus at most one step (four steps of 5
 	// ticks for a wait of 17).
-	EXPECT_EQ(run_wait(17, {20, 20, 20, 20, 20, 20}, &stalled), 4);
-	EXPECT_EQ(stalled, 3) << "the fourth is the timeout";
+	EXPECT_EQ(run_wait(17, {20, 20, 20, 20, 20, 20}), steps(4, 3))
+		<< "the fourth is the timeout";
 	// A probe's one-tick steps: late means by more than a tick.
-	EXPECT_EQ(run_wait(3, {1, 1, 5, 1}, &stalled), 4);
-	EXPECT_EQ(stalled, 1);
+	EXPECT_EQ(run_wait(3, {1, 1, 5, 1}), steps(4, 1));
 }
 
 TEST(GbnStall, TheWheelsSlackIsNotAStall)
 {
-	int stalled;
-
 	// RDMA CM's 2.1 s timeout at HZ 250: 537 ticks, steps of 135, on
 	// the wheel's level 1 (8 ticks granularity): up to an eighth of the
 	// step and a tick late is the wheel's (17 ticks; 11 for the last
 	// step, of the 81 left); 18 is a stall.
-	EXPECT_EQ(run_wait(537, {152, 152, 152, 92}, &stalled), 4);
-	EXPECT_EQ(stalled, 0);
-	EXPECT_EQ(run_wait(537, {153, 135, 135, 132}, &stalled), 4);
-	EXPECT_EQ(stalled, 1);
+	EXPECT_EQ(run_wait(537, {152, 152, 152, 92}), steps(4, 0));
+	EXPECT_EQ(run_wait(537, {153, 135, 135, 132}), steps(4, 1));
 	// The bottom of a level: a step of 63 ticks is on level 1 and may
 	// fire 8 late; one of 504 on level 2, 64 late (the last steps: what
 	// is left, 39 and 312 ticks, with their own slack).
-	EXPECT_EQ(run_wait(252, {71, 71, 71, 44}, &stalled), 4);
-	EXPECT_EQ(stalled, 0);
-	EXPECT_EQ(run_wait(252, {72, 63, 63, 63}, &stalled), 4);
-	EXPECT_EQ(stalled, 1);
-	EXPECT_EQ(run_wait(2016, {568, 568, 568, 352}, &stalled), 4);
-	EXPECT_EQ(stalled, 0);
+	EXPECT_EQ(run_wait(252, {71, 71, 71, 44}), steps(4, 0));
+	EXPECT_EQ(run_wait(252, {72, 63, 63, 63}), steps(4, 1));
+	EXPECT_EQ(run_wait(2016, {568, 568, 568, 352}), steps(4, 0));
 }
 
 } // namespace

@@ -40,7 +40,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 bin=${SROCE_VERBS_TESTS:-$SROCE_ROOT/build/verbs-tests}/rc_integrity
 stall_ko=${SROCE_STALL_KO:-$SROCE_ROOT/selftests/kverbs/sroce_stall_test.ko}
-stall_args=(stall_ms=100 period_ms=200) # a stall case's (impair)
+stall_args=() # the stall module's arguments, set per stall case below (impair)
 full=${SROCE_IMPAIR_FULL:-${SROCE_FULL:-0}}
 # SROCE_IMPAIR_ONLY="TAG...": run only these cases of the matrix (with
 # SROCE_IMPAIR_FULL=1 for the full matrix's), then the vanishing peer.

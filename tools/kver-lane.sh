@@ -25,6 +25,17 @@ source "$ROOT/tools/release.sh"
 # (disassociation), in about 7 minutes alone (an estimate: 9 with the list
 # before 2026-12-06). UC and plain SRQs take the same ib_core paths as RC
 # and XRC's SRQ: the main lane's kernel runs them.
+# Of ibv_rc_pingpong's and ibv_ud_pingpong's exchanges, the lane runs those
+# that reach ib_core and uverbs differently (the rest vary sizes and depths
+# of the same calls, on the main lane's kernel): IPv4 and IPv6 GIDs, the
+# loopback device, completion events, the ibv_wr_* API (the extended QP
+# commands), path MTU 4096. The others are reported as skipped.
+SROCE_PP_CASES="rc_pingpong:v4-1 rc_pingpong:v4-events rc_pingpong:v4-wrapi"
+SROCE_PP_CASES+=" rc_pingpong:v6-1m rc_pingpong:lo-events rc_pingpong:mtu4096-v6-64k"
+SROCE_PP_CASES+=" ud_pingpong:v4-1 ud_pingpong:v4-events ud_pingpong:v6-events"
+SROCE_PP_CASES+=" ud_pingpong:lo-v6-events ud_pingpong:mtu4096-v6-events"
+export SROCE_PP_CASES
+export SROCE_PP_CASES_WHY="the other-kernel lane's subset: tools/kver-lane.sh"
 LANE_TESTS="rc_pingpong ud_pingpong xsrq_pingpong rc_errors rc_integrity rc_mw rc_kverbs sroce_devinfo sroce_rmmod_busy sroce_delete_busy"
 
 say() { echo "kver-lane: $*"; }

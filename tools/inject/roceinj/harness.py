@@ -13,6 +13,7 @@ from .wire import (Reply, Wire)
 from .counters import (Counters, EXACT, EXACT_IF_PRESENT, NOISY, NOISY_IF_PRESENT, TEARDOWN,
                        TEARDOWN_IF_PRESENT, TrafficWatch, udp_in_errors)
 from .verbs import Verbs
+from . import scapyload
 from .directed import directed as run_directed
 from .flood import flood as run_flood
 from .mutate import mutate as run_mutate
@@ -258,6 +259,7 @@ class Session:
 
     def scapy_cnp(self, dqpn):
         """A whole CNP frame built by scapy.contrib.roce, ICRC included."""
+        scapyload.prepare()
         from scapy.contrib.roce import cnp
         from scapy.layers.inet import IP, UDP
         from scapy.layers.l2 import Ether

@@ -9,12 +9,14 @@ import time
 from .proto import (ETH_P_ALL, ETH_P_IP, ETH_P_IPV6, RC_SEND_ONLY, ROCE_PORT, SO_RCVBUFFORCE,
                     VALID_OPCODES, bth, icrc, icrc_bitwise, log)
 from .wire import NetNS
+from . import scapyload
 
 
 def selftest():
     """Known-answer vectors (Documentation's reference notes), and the fast
     ICRC against scapy's and against a bitwise CRC, over random packets."""
     try:
+        scapyload.prepare()
         from scapy.contrib.roce import BTH
         from scapy.layers.inet import IP, UDP
         from scapy.packet import Raw
@@ -72,6 +74,7 @@ def selftest():
 def icrc_check(a):
     """Verify the ICRC of every RoCEv2 packet seen on --ifname for --seconds
     (both directions), with this file's code and, for IPv4, scapy's."""
+    scapyload.prepare()
     from scapy.layers.l2 import Ether
     from scapy.contrib.roce import BTH
     with NetNS(a.ns):

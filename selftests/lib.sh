@@ -84,18 +84,30 @@ sr_nap() {
 }
 
 # wait_for 'CONDITION' [TIMEOUT_SECS=10]: poll CONDITION (a shell command
-# line, eval'ed) every 0.1 s until it succeeds. Returns 1 on timeout.
+# line, eval'ed) until it succeeds. Returns 1 on timeout. Between two
+# checks it naps 0.1 s, or as long as the check took if that was longer (up
+# to 1 s): on a debug kernel under TCG a check that starts programs ("ip
+# netns exec ... ss | grep") takes a second or more, and back-to-back checks
+# kept a CPU busy starting programs while the test waited for the very
+# thing they competed with.
 wait_for() {
-	local cond=$1 timeout=${2:-10} deadline
+	local cond=$1 timeout=${2:-10} deadline t0 now took nap
 	# Bash's clock, in microseconds: no date(1) per poll (each program a
 	# test starts costs a debug kernel under TCG most of a second).
 	deadline=$((${EPOCHREALTIME//[.,]/} + timeout * 1000000))
-	until eval "$cond" >/dev/null 2>&1; do
-		if ((${EPOCHREALTIME//[.,]/} >= deadline)); then
+	while :; do
+		t0=${EPOCHREALTIME//[.,]/}
+		eval "$cond" >/dev/null 2>&1 && return 0
+		now=${EPOCHREALTIME//[.,]/}
+		if ((now >= deadline)); then
 			log "timed out after ${timeout}s waiting for: $cond"
 			return 1
 		fi
-		sr_nap 0.1
+		took=$((now - t0))
+		((took > 100000)) || took=100000
+		((took < 1000000)) || took=1000000
+		printf -v nap '%d.%06d' $((took / 1000000)) $((took % 1000000))
+		sr_nap "$nap"
 	done
 }
 

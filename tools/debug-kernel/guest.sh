@@ -166,9 +166,10 @@ for t in "$@"; do
 	fi
 done
 say "time per test:"
-sed -n 's/^# \([a-z0-9_]*\): exit \([0-9]*\) after \([0-9]*s\)$/  \1 \3 (exit \2)/p' /run/debug-lane-selftests.txt
+# (prefixed: CI's log shows the lane's "debug-lane:" lines)
+sed -n 's/^# \([a-z0-9_]*\): exit \([0-9]*\) after \([0-9]*s\)$/debug-lane:   \1 \3 (exit \2)/p' /run/debug-lane-selftests.txt
 say "processes started per test:"
-sed -n 's/^# \([a-z0-9_]*\): \([0-9]*\) processes started$/  \1 \2/p' /run/debug-lane-selftests.txt
+sed -n 's/^# \([a-z0-9_]*\): \([0-9]*\) processes started$/debug-lane:   \1 \2/p' /run/debug-lane-selftests.txt
 grep -E '^ok 1 .*# SKIP' /run/debug-lane-selftests.txt | sed 's/^/  /' || true
 
 # --- 3. kmemleak ----------------------------------------------------------------------

@@ -298,7 +298,7 @@ seen='' polls=0 shown=0
 # connection exchange, which take seconds in a busy guest): a fixed 6 s
 # window missed the QP altogether there (CI, two guests at once).
 while kill -0 "$cpid" 2>/dev/null; do
-	sleep 0.3
+	sr_nap 0.3
 	q=$(sr_rc_qp_json "$da")
 	polls=$((polls + 1))
 	[[ -n $q ]] || continue

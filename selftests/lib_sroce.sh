@@ -77,7 +77,7 @@ sr_module_release() {
 	_sroce_loaded || return 0
 	for ((i = 0; i < 50; i++)); do
 		rmmod sroce 2>/dev/null && return 0
-		sleep 0.2
+		sr_nap 0.2
 	done
 	log "cleanup: rmmod sroce failed: $(rmmod sroce 2>&1)"
 	return 1
@@ -550,7 +550,7 @@ sr_capture_stop() {
 	kill -TERM "$pid" 2>/dev/null || true
 	for ((i = 0; i < 100; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
+		sr_nap 0.1
 	done
 	if kill -0 "$pid" 2>/dev/null; then
 		log "  (dumpcap did not end within 10 s of SIGTERM: killed)"

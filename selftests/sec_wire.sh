@@ -127,15 +127,17 @@ bounded() {
 }
 
 # bounded_wait SECS PID WHAT: wait for background job PID for up to SECS;
-# its exit status, or 124 (and PID noted in $tmp/hung).
+# its exit status, or 124 (and PID noted in $tmp/hung). By the clock: its
+# polls were sleep(1) runs, 0.4 s each on the debug kernel, which made 15 s
+# about two minutes there.
 bounded_wait() {
-	local i
-	for ((i = 0; i < $1 * 20; i++)); do
+	local end=$((${EPOCHREALTIME//[.,]/} + $1 * 1000000))
+	while ((${EPOCHREALTIME//[.,]/} < end)); do
 		if ! kill -0 "$2" 2>/dev/null; then
 			wait "$2"
 			return
 		fi
-		sleep 0.05
+		sr_nap 0.05
 	done
 	log "  HANG: '$3' still running after $1s"
 	echo "$2" >>"$tmp/hung"
@@ -160,7 +162,7 @@ race_cleanup() { # every device of newlink_race still there
 # Writes "rounds added refused" to $tmp/race.ID and what went wrong to
 # $tmp/race.ID.probs.
 race_loop() {
-	local id=$1 ns=$2 end=$3 i=0 added=0 refused=0 n d pid rc t0 tl=0
+	local id=$1 ns=$2 end=$3 i=0 added=0 refused=0 n d pid rc t0 tl=0 s
 	trap - EXIT ERR
 	set +eE
 	: >"$tmp/race.$id.probs"
@@ -171,12 +173,13 @@ race_loop() {
 			echo "'ip link add $n' failed or hung" >>"$tmp/race.$id.probs"
 			break
 		fi
-		t0=$(date +%s%N)
+		t0=${EPOCHREALTIME//[.,]/}
 		ip netns exec "$ns" rdma link add "${SR_ID}L$id$i" type sroce netdev "$n" \
 			>"$tmp/nl.$id" 2>&1 &
 		pid=$!
 		d=$((RANDOM % 4 ? RANDOM % 1200 : 0))
-		((d == 0)) || sleep "$(printf "%d.%03d" $((d / 1000)) $((d % 1000)))"
+		printf -v s '%d.%03d' $((d / 1000)) $((d % 1000))
+		((d == 0)) || sr_nap "$s"
 		rc=0
 		bounded 15 ip -n "$ns" link del "$n" || rc=$?
 		if [[ $rc == 124 ]]; then
@@ -189,7 +192,7 @@ race_loop() {
 			echo "'rdma link add ${SR_ID}L$id$i' hung (delay ${d} ms)" >>"$tmp/race.$id.probs"
 			break
 		fi
-		tl=$((tl + ($(date +%s%N) - t0) / 1000000))
+		tl=$((tl + (${EPOCHREALTIME//[.,]/} - t0) / 1000))
 		if [[ $rc == 0 ]]; then added=$((added + 1)); else refused=$((refused + 1)); fi
 		echo "$i $added $refused $((tl / i))" >"$tmp/race.$id"
 	done

@@ -142,10 +142,12 @@ spawn() {
 		) &
 	fi
 }
-# rsleep MIN_MS MAX_MS: sleep a random time in [MIN, MAX] ms.
+# rsleep MIN_MS MAX_MS: sleep a random time in [MIN, MAX] ms (sr_nap: no
+# sleep(1), whose start alone took 0.4 s of the debug kernel).
 rsleep() {
-	local ms=$(($1 + RANDOM % ($2 - $1 + 1)))
-	sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+	local ms=$(($1 + RANDOM % ($2 - $1 + 1))) s
+	printf -v s '%d.%03d' $((ms / 1000)) $((ms % 1000))
+	sr_nap "$s"
 }
 # flowing FILE: rc_integrity (output in FILE) has connected its QPs.
 flowing() {
@@ -311,7 +313,7 @@ for spec in "loss 100%" "delay 50ms" "loss 5% ecn"; do
 		fi
 		killed "$pid"
 	done
-	sleep 0.5
+	sr_nap 0.5
 	check tc -n "$nsa" qdisc del dev "$va" root
 	check tc -n "$nsb" qdisc del dev "$vb" root
 	noqp=$(($(sr_hwc "$da" rcvd_no_qp) + $(sr_hwc "$db" rcvd_no_qp) - noqp0))
@@ -429,7 +431,7 @@ sr_module_release || fail "rmmod sroce failed at the end"
 # Namespaces and sockets are freed after RCU grace periods: give them time.
 slab1=$(sunreclaim)
 for ((i = 0; i < 10 && ${SROCE_SLAB_CHECK:-1} != 0 && slab1 > slab0 + 8192; i++)); do
-	sleep 1
+	sr_nap 1
 	slab1=$(sunreclaim)
 done
 log "SUnreclaim: $slab0 kB before, $slab1 kB after ($((slab1 - slab0)) kB)"

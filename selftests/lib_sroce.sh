@@ -883,27 +883,30 @@ sr_pp_e2e() {
 # about sroce since sr_dmesg_mark, and fail if the caller's $failures counted
 # any; WHAT names the runs ("ibv_rc_pingpong run(s)").
 sr_pp_end() {
-	local e
-	# A name in SROCE_PP_CASES that this test's program does not have is a
-	# mistake that would skip its exchanges unnoticed.
-	for e in ${SROCE_PP_CASES:-}; do
-		[[ ${SR_PP_SEEN:-} != *" ${e%%:*}:"* || "${SR_PP_SEEN} " == *" $e "* ]] ||
-			fail "SROCE_PP_CASES names $e: ${e%%:*} has no such exchange here"
-	done
+	local e missing=''
 	if sr_dmesg_since | grep -qi sroce; then
 		log "kernel log lines about sroce during the test:"
 		sr_dmesg_since | grep -i sroce | tail -n 20 | sed 's/^/  dmesg| /'
 	fi
 	[[ $failures == 0 ]] || fail "$failures $1 failed (see NOT OK above)"
+	# An exchange SROCE_PP_CASES names for this test that did not run is a
+	# mistake that would skip the test's exchanges unnoticed.
+	for e in ${SROCE_PP_CASES:-}; do
+		[[ ${e%%:*} != "${SROCE_TEST_NAME:-}" || "${SR_PP_RAN:-} " == *" ${e#*:} "* ]] ||
+			missing+=" ${e#*:}"
+	done
+	[[ -z $missing ]] || fail "SROCE_PP_CASES names exchanges that did not run here:$missing"
 }
 
-# sr_pp_wanted PROG TAG: false if SROCE_PP_CASES names exchanges of PROG
-# ("rc_pingpong:v4-1 ud_pingpong:v6-events ...", PROG without its ibv_) and
-# TAG is not one of them: a lane that runs a subset of the pingpong tests'
-# exchanges (tools/kver-lane.sh). Programs it does not name run them all.
+# sr_pp_wanted TAG: false if SROCE_PP_CASES names exchanges of this test
+# ("rc_pingpong:v4-1 ud_pingpong:v6-events ...", TEST:TAG, by the test's
+# name: $SROCE_TEST_NAME) and TAG is not one of them: a lane that runs a
+# subset of the pingpong tests' exchanges (tools/kver-lane.sh). Tests it
+# does not name run all of theirs.
 sr_pp_wanted() {
-	local p=${1#ibv_} l=" ${SROCE_PP_CASES:-} "
-	[[ $l != *" $p:"* || $l == *" $p:$2 "* ]]
+	local t=${SROCE_TEST_NAME:-} l=" ${SROCE_PP_CASES:-} "
+	l=${l//[$'\t\n']/ }
+	[[ $l != *" $t:"* || $l == *" $t:$1 "* ]]
 }
 
 # sr_pp PROG SRV_TIMEOUT CLI_TIMEOUT TAG SIZE ITERS NQP SNS SDEV SGID CNS CDEV
@@ -921,11 +924,11 @@ sr_pp() {
 	local sgid=${10} cns=${11} cdev=${12} cgid=${13} addr=${14} saddr=${15}
 	local caddr=${16}
 	shift 16
-	SR_PP_SEEN+=" ${prog#ibv_}:$tag"
-	if ! sr_pp_wanted "$prog" "$tag"; then
+	if ! sr_pp_wanted "$tag"; then
 		subtest_skip "$tag" "not in SROCE_PP_CASES (${SROCE_PP_CASES_WHY:-a subset})"
 		return 0
 	fi
+	SR_PP_RAN+=" $tag"
 	local port=$((next_port++)) spid src=0 crc=0 t0 why=''
 	local -a common=("$prog" -p "$port" -s "$size" -n "$iters")
 	[[ -z $nqp ]] || common+=(-q "$nqp")

@@ -117,6 +117,13 @@ fi
 
 # --- case 5: rdma link add racing with the removal of its netdev -----------------------
 
+# A link command that has not returned after $hang seconds hangs: 15 s, a
+# debug kernel's (SROCE_TIMEOUT_SCALE=2) 30 s, where a deletion queued
+# behind a registration has taken 10-15 s (2026-12-02). The injector's racer
+# gets the same (--hang-seconds), or three times its slowest calibration
+# round if that is longer.
+hang=$((15 * ${SROCE_TIMEOUT_SCALE:-1}))
+
 # bounded SECS CMD...: run CMD, but give up waiting after SECS (returns 124;
 # a task stuck in the kernel cannot be killed, so it is left to finish).
 bounded() {
@@ -139,6 +146,10 @@ bounded_wait() {
 		fi
 		sr_nap 0.05
 	done
+	if ! kill -0 "$2" 2>/dev/null; then # ended during the last nap
+		wait "$2"
+		return
+	fi
 	log "  HANG: '$3' still running after $1s"
 	echo "$2" >>"$tmp/hung"
 	return 124
@@ -169,7 +180,7 @@ race_loop() {
 	while ((SECONDS < end)); do
 		i=$((i + 1))
 		n=${SR_ID}$id$i
-		if ! bounded 15 ip -n "$ns" link add "$n" type veth peer name "${n}p"; then
+		if ! bounded "$hang" ip -n "$ns" link add "$n" type veth peer name "${n}p"; then
 			echo "'ip link add $n' failed or hung" >>"$tmp/race.$id.probs"
 			break
 		fi
@@ -181,13 +192,13 @@ race_loop() {
 		printf -v s '%d.%03d' $((d / 1000)) $((d % 1000))
 		((d == 0)) || sr_nap "$s"
 		rc=0
-		bounded 15 ip -n "$ns" link del "$n" || rc=$?
+		bounded "$hang" ip -n "$ns" link del "$n" || rc=$?
 		if [[ $rc == 124 ]]; then
 			echo "'ip link del $n' hung (delay ${d} ms)" >>"$tmp/race.$id.probs"
 			break
 		fi
 		rc=0
-		bounded_wait 15 "$pid" "rdma link add ${SR_ID}L$id$i" || rc=$?
+		bounded_wait "$hang" "$pid" "rdma link add ${SR_ID}L$id$i" || rc=$?
 		if [[ $rc == 124 ]]; then
 			echo "'rdma link add ${SR_ID}L$id$i' hung (delay ${d} ms)" >>"$tmp/race.$id.probs"
 			break
@@ -209,7 +220,7 @@ newlink_race() {
 	# the kernel's link add (a command's start-up takes longer than link
 	# add itself in a TCG guest) ...
 	"$PYTHON" "$inj" newlink-race --ns "$ns" --seconds "$secs" --prefix "${SR_ID}x" \
-		--orphan-ms "${SROCE_SECWIRE_ORPHAN_MS:-700}" \
+		--orphan-ms "${SROCE_SECWIRE_ORPHAN_MS:-700}" --hang-seconds "$hang" \
 		>"$tmp/pyrace.log" 2>&1 &
 	py=$!
 	# ... and the commands themselves, concurrently.
@@ -219,8 +230,8 @@ newlink_race() {
 		pids+=($!)
 	done
 	for r in "${!pids[@]}"; do
-		# A racer ends by its clock, or after 3 x 15 s stuck in a command.
-		bounded_wait $((secs + 60)) "${pids[r]}" "racer $r" || probs+=("racer $r did not end")
+		# A racer ends by its clock, or after 3 x $hang s stuck in a command.
+		bounded_wait $((secs + 3 * hang + 15)) "${pids[r]}" "racer $r" || probs+=("racer $r did not end")
 		read -r a b c ms <"$tmp/race.$r"
 		rounds=$((rounds + a)) added=$((added + b)) refused=$((refused + c))
 		log "  racer $r: $a rounds, rdma link add succeeded $b time(s), failed $c, ${ms} ms each"
@@ -229,7 +240,7 @@ newlink_race() {
 	log "  $rounds rounds in ${secs}s: rdma link add succeeded $added time(s), failed $refused time(s)"
 	# Its rounds past --seconds (--min-rounds) take up to 60 s each on a
 	# debug kernel; it reports a hung call itself.
-	bounded_wait $((secs + 240)) "$py" "sroce_inject.py newlink-race" || rc=$?
+	bounded_wait $((secs + 240 * ${SROCE_TIMEOUT_SCALE:-1})) "$py" "sroce_inject.py newlink-race" || rc=$?
 	sed 's/^/  /' "$tmp/pyrace.log"
 	case $rc in
 	0) ;;
@@ -250,7 +261,7 @@ newlink_race() {
 		rdma link show | sed 's/^/    /'
 		# Deleting them releases the netdevs (and any stuck unregistration).
 		for dev in "${left[@]}"; do
-			bounded 15 rdma link delete "${dev%% *}" || true
+			bounded "$hang" rdma link delete "${dev%% *}" || true
 		done
 	fi
 	# The kernel logs "waiting for X to become free" when a netdev's
@@ -261,13 +272,13 @@ newlink_race() {
 	# never returns instead; otherwise the notice fails the case. There the
 	# strict check stays visible as its own sub-case, skipped as a known
 	# failure (see the verdicts below).
-	local notice hang
+	local notice pyhang
 	notice=$(sr_dmesg_since | grep "unregister_netdevice: waiting" | head -n1 | sed 's/^\[[^]]*\] //')
-	hang=$(sed -nE 's/.*hang-limit-s ([0-9]+).*/\1/p' "$tmp/pyrace.log" | head -n1)
+	pyhang=$(sed -nE 's/.*hang-limit-s ([0-9]+).*/\1/p' "$tmp/pyrace.log" | head -n1)
 	if [[ -n $notice ]]; then
-		if ((${hang:-0} > 10)); then
-			log "  info: kernel: $notice (deletions may take up to ${hang} s here, and each returned)"
-			notice_known="$notice (hang limit ${hang} s: the RDMA core unregisters a device only after the registration in flight, seconds each on this kernel)"
+		if ((${pyhang:-0} > 10)); then
+			log "  info: kernel: $notice (deletions may take up to ${pyhang} s here, and each returned)"
+			notice_known="$notice (hang limit ${pyhang} s: the RDMA core unregisters a device only after the registration in flight, seconds each on this kernel)"
 		else
 			probs+=("kernel: $notice")
 		fi

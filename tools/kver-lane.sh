@@ -30,10 +30,13 @@ source "$ROOT/tools/release.sh"
 # of the same calls, on the main lane's kernel): IPv4 and IPv6 GIDs, the
 # loopback device, completion events, the ibv_wr_* API (the extended QP
 # commands), path MTU 4096. The others are reported as skipped.
-SROCE_PP_CASES="rc_pingpong:v4-1 rc_pingpong:v4-events rc_pingpong:v4-wrapi"
-SROCE_PP_CASES+=" rc_pingpong:v6-1m rc_pingpong:lo-events rc_pingpong:mtu4096-v6-64k"
-SROCE_PP_CASES+=" ud_pingpong:v4-1 ud_pingpong:v4-events ud_pingpong:v6-events"
-SROCE_PP_CASES+=" ud_pingpong:lo-v6-events ud_pingpong:mtu4096-v6-events"
+# The caller's SROCE_PP_CASES wins (empty: every exchange).
+if [[ -z ${SROCE_PP_CASES+set} ]]; then
+	SROCE_PP_CASES="rc_pingpong:v4-1 rc_pingpong:v4-events rc_pingpong:v4-wrapi"
+	SROCE_PP_CASES+=" rc_pingpong:v6-1m rc_pingpong:lo-events rc_pingpong:mtu4096-v6-64k"
+	SROCE_PP_CASES+=" ud_pingpong:v4-1 ud_pingpong:v4-events ud_pingpong:v6-events"
+	SROCE_PP_CASES+=" ud_pingpong:lo-v6-events ud_pingpong:mtu4096-v6-events"
+fi
 export SROCE_PP_CASES
 export SROCE_PP_CASES_WHY="the other-kernel lane's subset: tools/kver-lane.sh"
 LANE_TESTS="rc_pingpong ud_pingpong xsrq_pingpong rc_errors rc_integrity rc_mw rc_kverbs sroce_devinfo sroce_rmmod_busy sroce_delete_busy"

@@ -37,14 +37,6 @@ verdict() { # NAME OK(0/1) [WHY]
 	fi
 }
 
-# kmemleak's own thread scans the whole heap every 10 minutes (the first a
-# minute after boot): some 20-30 s of a vCPU each, 4-5 times in the lane.
-# The lane's two scans at its end (3. below) find every leak those would,
-# so the thread is stopped; kmemleak still tracks every allocation.
-if [[ -w /sys/kernel/debug/kmemleak ]]; then
-	echo scan=off >/sys/kernel/debug/kmemleak || say "kmemleak: 'scan=off' refused; its thread keeps scanning"
-fi
-
 # --- 1. which debug options are active --------------------------------------------
 say "kernel $(uname -r): $(cut -d' ' -f1-3 /proc/version | cut -c1-80)"
 declare -A cfg=()

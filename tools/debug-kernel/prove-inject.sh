@@ -35,7 +35,8 @@ tests=("$@")
 out=$ROOT/build/debug-inject/vm
 # The first destroyed QP shows the bug: few rounds, and rc_integrity's
 # first run short (20 operations: its 400 took 90 s of the debug guest
-# beside the lane before the first QP was destroyed, 2026-12-06).
+# beside the lane before the first QP was destroyed, 2026-12-06). It is
+# exported: a TEST given that reads SROCE_ITERS (rc_impair) is cut too.
 export SROCE_ITERS=${SROCE_ITERS:-20}
 export SROCE_TEARDOWN_ROUNDS=${SROCE_TEARDOWN_ROUNDS:-1}
 export SROCE_TEARDOWN_SIDED=${SROCE_TEARDOWN_SIDED:-0}

@@ -82,6 +82,12 @@ sr_nap() {
 	local _n
 	read -rt "$1" -u "$_sroce_nap_fd" _n || true
 }
+# sr_nap_ms MS: sr_nap for MS milliseconds (0 returns at once).
+sr_nap_ms() {
+	local _s
+	printf -v _s '%d.%03d' $(($1 / 1000)) $(($1 % 1000))
+	sr_nap "$_s"
+}
 
 # wait_for 'CONDITION' [TIMEOUT_SECS=10]: poll CONDITION (a shell command
 # line, eval'ed) until it succeeds. Returns 1 on timeout. Between two
@@ -91,7 +97,7 @@ sr_nap() {
 # kept a CPU busy starting programs while the test waited for the very
 # thing they competed with.
 wait_for() {
-	local cond=$1 timeout=${2:-10} deadline t0 now took nap
+	local cond=$1 timeout=${2:-10} deadline t0 now took
 	# Bash's clock, in microseconds: no date(1) per poll (each program a
 	# test starts costs a debug kernel under TCG most of a second).
 	deadline=$((${EPOCHREALTIME//[.,]/} + timeout * 1000000))
@@ -103,11 +109,10 @@ wait_for() {
 			log "timed out after ${timeout}s waiting for: $cond"
 			return 1
 		fi
-		took=$((now - t0))
-		((took > 100000)) || took=100000
-		((took < 1000000)) || took=1000000
-		printf -v nap '%d.%06d' $((took / 1000000)) $((took % 1000000))
-		sr_nap "$nap"
+		took=$(((now - t0) / 1000))
+		((took > 100)) || took=100
+		((took < 1000)) || took=1000
+		sr_nap_ms "$took"
 	done
 }
 

@@ -139,14 +139,12 @@ bounded() {
 # about two minutes there.
 bounded_wait() {
 	local end=$((${EPOCHREALTIME//[.,]/} + $1 * 1000000))
-	while ((${EPOCHREALTIME//[.,]/} < end)); do
-		if ! kill -0 "$2" 2>/dev/null; then
-			wait "$2"
-			return
-		fi
+	# Looked at once more after the bound's last nap.
+	until ! kill -0 "$2" 2>/dev/null; do
+		((${EPOCHREALTIME//[.,]/} < end)) || break
 		sr_nap 0.05
 	done
-	if ! kill -0 "$2" 2>/dev/null; then # ended during the last nap
+	if ! kill -0 "$2" 2>/dev/null; then
 		wait "$2"
 		return
 	fi
@@ -173,7 +171,7 @@ race_cleanup() { # every device of newlink_race still there
 # Writes "rounds added refused" to $tmp/race.ID and what went wrong to
 # $tmp/race.ID.probs.
 race_loop() {
-	local id=$1 ns=$2 end=$3 i=0 added=0 refused=0 n d pid rc t0 tl=0 s
+	local id=$1 ns=$2 end=$3 i=0 added=0 refused=0 n d pid rc t0 tl=0
 	trap - EXIT ERR
 	set +eE
 	: >"$tmp/race.$id.probs"
@@ -189,8 +187,7 @@ race_loop() {
 			>"$tmp/nl.$id" 2>&1 &
 		pid=$!
 		d=$((RANDOM % 4 ? RANDOM % 1200 : 0))
-		printf -v s '%d.%03d' $((d / 1000)) $((d % 1000))
-		((d == 0)) || sr_nap "$s"
+		((d == 0)) || sr_nap_ms "$d"
 		rc=0
 		bounded "$hang" ip -n "$ns" link del "$n" || rc=$?
 		if [[ $rc == 124 ]]; then

@@ -145,9 +145,7 @@ spawn() {
 # rsleep MIN_MS MAX_MS: sleep a random time in [MIN, MAX] ms (sr_nap: no
 # sleep(1), whose start alone took 0.4 s of the debug kernel).
 rsleep() {
-	local ms=$(($1 + RANDOM % ($2 - $1 + 1))) s
-	printf -v s '%d.%03d' $((ms / 1000)) $((ms % 1000))
-	sr_nap "$s"
+	sr_nap_ms $(($1 + RANDOM % ($2 - $1 + 1)))
 }
 # flowing FILE: rc_integrity (output in FILE) has connected its QPs.
 flowing() {

@@ -438,8 +438,13 @@ sampler() {
 		((next > now)) || next=$now
 		d=$((next - now))
 		printf -v d '%d.%06d' $((d / 1000000)) $((d % 1000000))
-		# The sleep, which "stop" (sampler_stop) ends.
-		if read -r -t "$d" -u "$sfd" cmd && [[ $cmd == stop ]]; then
+		# The sleep, which a line from sampler_stop ends. What ends the
+		# sampler is the file sampler_stop makes first: "read -t" checks
+		# its time limit between the bytes it reads, and one that ran out
+		# after "st" of "stop" left "op" for the next read (seen in CI: a
+		# sampler that went on sampling after it was told to stop).
+		read -r -t "$d" -u "$sfd" cmd
+		if [[ -e $fi.stop ]]; then
 			# shellcheck disable=SC2046 # PIDs, one word each
 			kill $(jobs -p) 2>/dev/null
 			exit 0
@@ -447,11 +452,18 @@ sampler() {
 	done
 }
 
-# sampler_stop PID: end the sampler through its FIFO (a signal can arrive
-# while bash is in a builtin that does not run the trap at once: seen as a
-# sampler still in select() 10 s after SIGTERM).
+# sampler_stop PID: end the sampler: the file it looks for after each nap,
+# then a line in its FIFO to end the nap (a signal can arrive while bash is
+# in a builtin that does not run the trap at once: seen as a sampler still
+# in select() 10 s after SIGTERM).
 sampler_stop() {
-	echo stop >"$tmp/fifo.$1.sleep" 2>/dev/null || kill "$1" 2>/dev/null || true
+	if : >"$tmp/fifo.$1.stop" 2>/dev/null; then
+		# Opened read-write: an open for writing alone would wait for a
+		# reader if the sampler were gone.
+		[[ ! -p $tmp/fifo.$1.sleep ]] || echo stop 1<>"$tmp/fifo.$1.sleep" 2>/dev/null || true
+	else
+		kill "$1" 2>/dev/null || true
+	fi
 }
 
 # to_csv RAW RUN T0 N: the CSV rows of a run's samples (see plot.py).

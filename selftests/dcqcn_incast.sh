@@ -172,29 +172,12 @@ done
 ip netns exec "$nsb" sleep infinity >/dev/null 2>&1 &
 brpid=$!
 defer_quiet kill "$brpid"
-# gid_of DEV ADDR VAR: VAR = the index of DEV's RoCE v2 GID for IPv4 ADDR,
-# among the first 16, with builtins only (sr_gid_index's forks over 256
-# entries cost seconds per call in the TCG guest); returns 1 if none.
-gid_of() {
-	local want g t i p=$SR_SYS/$1/ports/1
-	want=$(sr_gid_sysfs "$2")
-	for ((i = 0; i < 16; i++)); do
-		{ read -r g <"$p/gids/$i" && read -r t <"$p/gid_attrs/types/$i"; } 2>/dev/null || continue
-		if [[ $g == "$want" && $t == "RoCE v2" ]]; then
-			printf -v "$3" '%s' "$i"
-			return 0
-		fi
-	done
-	return 1
-}
 gid_r=''
-wait_for "gid_of $devr $addr_r gid_r" 10 || fail "$devr has no RoCE v2 GID for $addr_r"
-gid_of "$devr" "$addr_r" gid_r
+wait_for "sr_gid_index -v gid_r $devr $addr_r" 10 || fail "$devr has no RoCE v2 GID for $addr_r"
 # (No ping first: perftest's own TCP connection resolves the neighbours
 # before it connects the QPs.)
 for ((i = 1; i <= nflows_max; i++)); do
-	wait_for "gid_of ${devs[i]} ${addrs[i]} gids[$i]" 10 || fail "${devs[i]} has no RoCE v2 GID for ${addrs[i]}"
-	gid_of "${devs[i]}" "${addrs[i]}" "gids[$i]"
+	wait_for "sr_gid_index -v 'gids[$i]' ${devs[i]} ${addrs[i]}" 10 || fail "${devs[i]} has no RoCE v2 GID for ${addrs[i]}"
 done
 all_devs=("$devr" "${devs[@]}")
 # The bridge and veths stand for a switch that loses nothing but at the

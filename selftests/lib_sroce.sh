@@ -333,26 +333,37 @@ EOF
 
 # --- GIDs -----------------------------------------------------------------------------
 
-# sr_gid_sysfs ADDR: the sysfs spelling of the RoCE v2 GID of an IPv4 or IPv6
-# address (IPv4 as ::ffff:a.b.c.d), in pure bash: python's start-up costs
-# seconds under TCG, and tests call this in wait_for loops and per run.
+# sr_gid_sysfs [-v VAR] ADDR: the sysfs spelling of the RoCE v2 GID of an
+# IPv4 or IPv6 address (IPv4 as ::ffff:a.b.c.d), printed or put in VAR; in
+# bash builtins: python's start-up costs seconds under TCG, a subshell 70 ms
+# on the debug kernel, and tests call this in wait_for loops and per run.
 sr_gid_sysfs() {
-	local a=$1 l r g out=() i n
-	local -a o lg rg
-	if [[ $a != *:* ]]; then
-		IFS=. read -ra o <<<"$a"
-		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "${o[@]}"
-		return
+	local _gs_var='' _gs_a _gs_l _gs_r _gs_g _gs_i _gs_n _gs_out
+	local -a _gs_o _gs_lg _gs_rg _gs_x=()
+	if [[ $1 == -v ]]; then
+		_gs_var=$2
+		shift 2
 	fi
-	if [[ $a == *::* ]]; then l=${a%%::*} r=${a#*::}; else l=$a r=''; fi
-	IFS=: read -ra lg <<<"$l"
-	IFS=: read -ra rg <<<"$r"
-	n=$((8 - ${#lg[@]} - ${#rg[@]}))
-	for g in "${lg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < n; i++)); do out+=(0); done
-	for g in "${rg[@]}"; do out+=("$g"); done
-	for ((i = 0; i < 8; i++)); do out[i]=$(printf '%04x' "0x${out[i]}"); done
-	(IFS=:; echo "${out[*]}")
+	_gs_a=$1
+	if [[ $_gs_a != *:* ]]; then
+		IFS=. read -ra _gs_o <<<"$_gs_a"
+		printf -v _gs_out '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "${_gs_o[@]}"
+	else
+		if [[ $_gs_a == *::* ]]; then _gs_l=${_gs_a%%::*} _gs_r=${_gs_a#*::}; else _gs_l=$_gs_a _gs_r=''; fi
+		IFS=: read -ra _gs_lg <<<"$_gs_l"
+		IFS=: read -ra _gs_rg <<<"$_gs_r"
+		_gs_n=$((8 - ${#_gs_lg[@]} - ${#_gs_rg[@]}))
+		for _gs_g in "${_gs_lg[@]}"; do _gs_x+=("$_gs_g"); done
+		for ((_gs_i = 0; _gs_i < _gs_n; _gs_i++)); do _gs_x+=(0); done
+		for _gs_g in "${_gs_rg[@]}"; do _gs_x+=("$_gs_g"); done
+		for ((_gs_i = 0; _gs_i < 8; _gs_i++)); do printf -v "_gs_x[_gs_i]" '%04x' "0x${_gs_x[_gs_i]}"; done
+		printf -v _gs_out '%s:%s:%s:%s:%s:%s:%s:%s' "${_gs_x[@]:0:8}"
+	fi
+	if [[ -n $_gs_var ]]; then
+		printf -v "$_gs_var" '%s' "$_gs_out"
+	else
+		printf '%s\n' "$_gs_out"
+	fi
 }
 
 # sr_ip_text ADDR: ADDR as inet_ntop(3) (and so ibv_devinfo) prints it; IPv4
@@ -365,18 +376,36 @@ sr_ip_text() {
 	fi
 }
 
-# sr_gid_index DEV ADDR: the index of DEV port 1's "RoCE v2" GID for ADDR;
-# returns 1 if there is none (from sr_gids, without starting a program).
+# sr_gid_index [-v VAR] DEV ADDR: the index of DEV port 1's "RoCE v2" GID
+# for ADDR, printed or put in VAR; returns 1 if there is none. Builtins only,
+# and the scan goes up the table and stops at the GID: ib_core puts a new GID
+# in the lowest free slot, so a lookup reads a few entries and not all 256
+# (each sysfs read costs about 4 ms on the debug kernel under TCG, where
+# reading three attributes of every entry took 4.5-5.3 s a lookup and the
+# six of a pingpong test's topology a minute, 2026-12-07). An unused entry
+# reads as the zero GID; past the last one the read fails.
 sr_gid_index() {
-	local want i g t1 t2 rest
-	want=$(sr_gid_sysfs "$2")
-	while read -r i g t1 t2 rest; do
-		if [[ $g == "$want" && $t1 == RoCE && $t2 == v2 ]]; then
-			echo "$i"
-			return 0
-		fi
-	done < <(sr_gids "$1")
-	return 1
+	local _gi_var='' _gi_want _gi_p _gi_i _gi_g _gi_t
+	if [[ $1 == -v ]]; then
+		_gi_var=$2
+		shift 2
+	fi
+	sr_gid_sysfs -v _gi_want "$2"
+	_gi_p=$SR_SYS/$1/ports/1
+	{
+		for ((_gi_i = 0; ; _gi_i++)); do
+			read -r _gi_g <"$_gi_p/gids/$_gi_i" || return 1
+			[[ $_gi_g == "$_gi_want" ]] || continue
+			_gi_t=''
+			read -r _gi_t <"$_gi_p/gid_attrs/types/$_gi_i" || continue
+			[[ $_gi_t == "RoCE v2" ]] && break
+		done
+	} 2>/dev/null
+	if [[ -n $_gi_var ]]; then
+		printf -v "$_gi_var" '%s' "$_gi_i"
+	else
+		echo "$_gi_i"
+	fi
 }
 
 # sr_wait_gid DEV ADDR: wait up to 10 s for DEV port 1's RoCE v2 GID of
@@ -385,10 +414,11 @@ sr_wait_gid() {
 	wait_for "sr_gid_index $1 $2" 10 || fail "$1: no RoCE v2 GID for $2: $(sr_gids "$1")"
 }
 
-# sr_gid_of DEV ADDR: sr_wait_gid, then print the GID's index.
+# sr_gid_of DEV ADDR: sr_wait_gid, and print the GID's index (found once).
 sr_gid_of() {
-	sr_wait_gid "$1" "$2"
-	sr_gid_index "$1" "$2"
+	local _go_i=''
+	wait_for "sr_gid_index -v _go_i $1 $2" 10 || fail "$1: no RoCE v2 GID for $2: $(sr_gids "$1")"
+	echo "$_go_i"
 }
 
 # sr_gid_text ADDR: the GID as the ibv_*_pingpong tools print it (inet_ntop)
@@ -404,16 +434,18 @@ sr_gid_text() { if [[ $1 == *:* ]]; then echo "$1"; else echo "::ffff:$1"; fi; }
 sr_gids() {
 	local p=$SR_SYS/$1/ports/1 f i gid type ndev
 	local -a out=()
-	for f in "$p"/gid_attrs/types/*; do
-		i=${f##*/}
-		[[ $i =~ ^[0-9]+$ ]] || continue
-		type='' ndev='' gid=''
-		{ read -r type <"$f"; } 2>/dev/null
-		{ read -r ndev <"$p/gid_attrs/ndevs/$i"; } 2>/dev/null
-		{ read -r gid <"$p/gids/$i"; } 2>/dev/null
-		[[ -n $type && -n $ndev && -n $gid ]] || continue
-		out[i]="$i $gid $type $ndev"
-	done
+	{
+		for f in "$p"/gid_attrs/types/*; do
+			i=${f##*/}
+			[[ $i =~ ^[0-9]+$ ]] || continue
+			# An unused entry's type fails first: one read of it, not three.
+			read -r type <"$f" || continue
+			read -r ndev <"$p/gid_attrs/ndevs/$i" || continue
+			read -r gid <"$p/gids/$i" || continue
+			[[ -n $type && -n $ndev && -n $gid ]] || continue
+			out[i]="$i $gid $type $ndev"
+		done
+	} 2>/dev/null
 	# An indexed array lists its entries by index.
 	for i in "${!out[@]}"; do
 		echo "${out[i]}"

@@ -47,22 +47,6 @@ tg_neigh() {
 		ip neigh replace "$2" lladdr "$3" dev eth0 nud permanent
 }
 
-# tg_gid_index DEV ADDR: the index of DEV port 1's RoCE v2 GID for ADDR
-# (lib_sroce.sh's sr_gid_index in builtins: it runs in wait loops).
-tg_gid_index() {
-	local want f g t
-	want=$(sr_gid_sysfs "$2")
-	for f in "/sys/class/infiniband/$1/ports/1/gids/"*; do
-		read -r g <"$f" 2>/dev/null || continue
-		[[ $g == "$want" ]] || continue
-		read -r t <"/sys/class/infiniband/$1/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null || continue
-		[[ $t == "RoCE v2" ]] || continue
-		echo "${f##*/}"
-		return 0
-	done
-	return 1
-}
-
 # tg_dev_up TYPE ADDR4 ADDR6: an RDMA device of TYPE (sroce or rxe) named
 # TYPE0 on eth0, with RoCE v2 GIDs for both addresses; the other type's
 # device gone (rdma_rxe unloaded: on 6.1 it holds UDP 4791 of the initial
@@ -81,7 +65,7 @@ tg_dev_up() {
 	fi
 	[[ -d /sys/class/infiniband/${type}0 ]] || rdma link add "${type}0" type "$type" netdev eth0 || return 1
 	[[ -p /run/sroce-tg-idle ]] || mkfifo /run/sroce-tg-idle
-	until i4=$(tg_gid_index "${type}0" "$2") && i6=$(tg_gid_index "${type}0" "$3"); do
+	until sr_gid_index -v i4 "${type}0" "$2" && sr_gid_index -v i6 "${type}0" "$3"; do
 		((SECONDS - t0 < 20)) || { echo "${type}0: no RoCE v2 GIDs for $2 and $3"; return 1; }
 		read -rt 0.1 <>/run/sroce-tg-idle
 	done

@@ -443,7 +443,7 @@ sampler_stop() {
 	if : >"$tmp/fifo.$1.stop" 2>/dev/null; then
 		# Opened read-write: an open for writing alone would wait for a
 		# reader if the sampler were gone.
-		[[ ! -p $tmp/fifo.$1.sleep ]] || echo stop 1<>"$tmp/fifo.$1.sleep" 2>/dev/null || true
+		[[ ! -p $tmp/fifo.$1.sleep ]] || echo stop 2>/dev/null 1<>"$tmp/fifo.$1.sleep" || true
 	else
 		kill "$1" 2>/dev/null || true
 	fi
@@ -634,6 +634,8 @@ run_incast() {
 	sleep 0.3
 	sampler_stop "$sampler_pid"
 	reap_pid "$sampler_pid" 10 "$tag: the sampler" 2>/dev/null || kill -KILL "$sampler_pid" 2>/dev/null || true
+	# Its files go: a later run's sampler could get the same PID.
+	rm -f "$tmp/fifo.$sampler_pid".*
 	log "$tag: stopped at $(((${EPOCHREALTIME/./} - t0us) / 1000)) ms [test time ${SECONDS}s]; reaping"
 	snap c1
 	S=()

@@ -84,12 +84,8 @@ for c in "${cases[@]}"; do
 done
 if ((${#py_cases[@]})); then
 	sr_veth_topology "$ipa" "$ipb"
-	gid_of() { # DEV ADDR: DEV's RoCE v2 GID index for ADDR, once it exists
-		wait_for "sr_gid_index $1 $2" 10 || fail "$1 has no RoCE v2 GID for $2"
-		sr_gid_index "$1" "$2"
-	}
-	ga=$(gid_of "$da" "$ipa")
-	gb=$(gid_of "$db" "$ipb")
+	ga=$(sr_gid_of "$da" "$ipa")
+	gb=$(sr_gid_of "$db" "$ipb")
 	wait_for "sr_ping $nsa $ipb" 10 || fail "no ping from $nsa to $ipb"
 	wait_for "sr_ping $nsb $ipa" 10 || fail "no ping from $nsb to $ipa"
 	mac_a=$(sr_mac "$nsa" "$va")

@@ -89,6 +89,16 @@ sr_nap_ms() {
 	sr_nap "$_s"
 }
 
+# sr_running PID: PID exists and has not exited (a zombie, an ended child
+# the shell has not reaped yet, counts as ended: "kill -0" succeeds on it).
+# Builtins only; the state is the field after the command name's ")".
+sr_running() {
+	local _st
+	{ read -r _st <"/proc/$1/stat"; } 2>/dev/null || return 1
+	_st=${_st##*) }
+	[[ ${_st%% *} != Z ]]
+}
+
 # wait_for 'CONDITION' [TIMEOUT_SECS=10]: poll CONDITION (a shell command
 # line, eval'ed) until it succeeds. Returns 1 on timeout. Between two
 # checks it naps 0.1 s, or as long as the check took if that was longer (up

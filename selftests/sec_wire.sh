@@ -136,15 +136,26 @@ bounded() {
 bounded_wait() {
 	local end=$((${EPOCHREALTIME//[.,]/} + $1 * 1000000))
 	# Looked at once more after the bound's last nap.
-	until ! kill -0 "$2" 2>/dev/null; do
+	# (sr_running, not "kill -0": in CI, 2026-12-07, the injector's racer
+	# made its last device about 35 s in, bounded_wait still saw the
+	# process 500 s later, and it was gone within 15 s once the shell ran
+	# other commands. A zombie not yet reaped is one explanation, not
+	# proven: the HANG lines below show its state if it happens again.)
+	while sr_running "$2"; do
 		((${EPOCHREALTIME//[.,]/} < end)) || break
 		sr_nap 0.05
 	done
-	if ! kill -0 "$2" 2>/dev/null; then
+	if ! sr_running "$2"; then
 		wait "$2"
 		return
 	fi
-	log "  HANG: '$3' still running after $1s"
+	log "  HANG: '$3' still running after $1s [t=${SECONDS}s]"
+	# What it is doing: its state and each thread's kernel stack.
+	log "    $(ps -o pid=,stat=,wchan:32=,etimes=,args= -p "$2" 2>&1 | cut -c1-200)"
+	local t
+	for t in /proc/"$2"/task/*; do
+		log "    thread ${t##*/} ($(<"$t/comm")): $(tr '\n' ' ' <"$t/stack" | cut -c1-400)"
+	done 2>/dev/null
 	echo "$2" >>"$tmp/hung"
 	return 124
 }

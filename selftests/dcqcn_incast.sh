@@ -503,15 +503,13 @@ to_csv() {
 # does not is reported, with its state and kernel stack (a process that
 # SIGKILL cannot end is stuck in the kernel), and left to the cleanup.
 reap_pid() {
-	local pid=$1 t=$2 what=$3 i st=''
+	local pid=$1 t=$2 what=$3 i
 	for ((i = 0; i < t * 10; i++)); do
-		st=''
-		{ read -r _ _ st _ <"/proc/$pid/stat"; } 2>/dev/null || st=gone
-		if [[ $st == gone || $st == Z ]]; then
+		if ! sr_running "$pid"; then
 			wait "$pid" 2>/dev/null || true
 			return 0
 		fi
-		sleep 0.1
+		sr_nap 0.1
 	done
 	bad "$what did not end within ${t}s: $(ps -o pid=,stat=,wchan:32=,args= -p "$pid" | cut -c1-160)"
 	sed 's/^/  stack| /' "/proc/$pid/stack" 2>/dev/null || true

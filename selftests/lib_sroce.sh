@@ -411,14 +411,20 @@ sr_gid_index() {
 # sr_wait_gid DEV ADDR: wait up to 10 s for DEV port 1's RoCE v2 GID of
 # ADDR; fails the test, listing the GIDs DEV has, if none appears.
 sr_wait_gid() {
-	wait_for "sr_gid_index $1 $2" 10 || fail "$1: no RoCE v2 GID for $2: $(sr_gids "$1")"
+	local _wg_i
+	_sr_gid_wait _wg_i "$1" "$2"
 }
 
 # sr_gid_of DEV ADDR: sr_wait_gid, and print the GID's index (found once).
 sr_gid_of() {
-	local _go_i=''
-	wait_for "sr_gid_index -v _go_i $1 $2" 10 || fail "$1: no RoCE v2 GID for $2: $(sr_gids "$1")"
+	local _go_i
+	_sr_gid_wait _go_i "$1" "$2"
 	echo "$_go_i"
+}
+
+# _sr_gid_wait VAR DEV ADDR: sr_wait_gid, the index put in VAR.
+_sr_gid_wait() {
+	wait_for "sr_gid_index -v $1 $2 $3" 10 || fail "$2: no RoCE v2 GID for $3: $(sr_gids "$2")"
 }
 
 # sr_gid_text ADDR: the GID as the ibv_*_pingpong tools print it (inet_ntop)

@@ -498,19 +498,30 @@ static enum sroce_comp_verdict sroce_comp_aeth(struct sroce_qp *qp,
 }
 
 /*
- * SQD: true once (per entry to SQD) when nothing is outstanding any more
- * and the consumer asked for IB_EVENT_SQ_DRAINED (the caller then sends it
- * with sroce_comp_sqd_notify()). Without acknowledgements (UC, UD) a WQE
- * is done when its last packet is sent, and the PSNs say nothing more: a
- * UD QP's completer never moves comp.psn. sq_lock held.
+ * Whether IB_EVENT_SQ_DRAINED may be due: the QP is in SQD, the consumer
+ * asked for the event and it has not gone out for this entry to SQD. A
+ * cheap test for the data path (sq_lock held); sroce_comp_sqd_check()
+ * decides.
  */
-bool sroce_comp_sqd_drained(struct sroce_qp *qp)
+bool sroce_comp_sqd_pending(struct sroce_qp *qp)
+{
+	return READ_ONCE(qp->state) == IB_QPS_SQD &&
+	       qp->attr.en_sqd_async_notify && !qp->comp.sqd_notified;
+}
+
+/*
+ * SQD: true once (per entry to SQD) when nothing is outstanding any more
+ * and the consumer asked for IB_EVENT_SQ_DRAINED. Without
+ * acknowledgements (UC, UD) a WQE is done when its last packet is sent,
+ * and the PSNs say nothing more: a UD QP's completer never moves
+ * comp.psn. state_lock and sq_lock held.
+ */
+static bool sroce_comp_sqd_drained(struct sroce_qp *qp)
 {
 	bool acked = qp->ibqp.qp_type != IB_QPT_UC && !sroce_qp_is_ud(qp);
 	u32 idx;
 
-	if (READ_ONCE(qp->state) != IB_QPS_SQD || qp->comp.sqd_notified ||
-	    !qp->attr.en_sqd_async_notify || qp->req.offset ||
+	if (!sroce_comp_sqd_pending(qp) || qp->req.offset ||
 	    qp->comp.idx != qp->req.cur ||
 	    (acked && qp->comp.psn != qp->req.psn))
 		return false;
@@ -529,16 +540,32 @@ bool sroce_comp_sqd_drained(struct sroce_qp *qp)
 	return true;
 }
 
-void sroce_comp_sqd_notify(struct sroce_qp *qp)
+/*
+ * Send IB_EVENT_SQ_DRAINED if it is due (see sroce_comp_sqd_drained()).
+ * The decision and the delivery are both under state_lock, which every
+ * state change takes, so the event never reaches the consumer after the
+ * QP has left SQD: decided under sq_lock alone and sent after unlocking,
+ * it could arrive after a move to RTS, posts and a new entry to SQD, and
+ * report that entry drained before it was. The consumer's handler runs
+ * with state_lock held (BH off), as it would from a softirq.
+ * Lock order: state_lock, then sq_lock; not called with either held.
+ */
+void sroce_comp_sqd_check(struct sroce_qp *qp)
 {
 	struct ib_event ev = {
 		.device = qp->ibqp.device,
 		.element.qp = &qp->ibqp,
 		.event = IB_EVENT_SQ_DRAINED,
 	};
+	bool drained;
 
-	if (qp->ibqp.event_handler)
+	spin_lock_bh(&qp->state_lock);
+	spin_lock(&qp->sq_lock);
+	drained = sroce_comp_sqd_drained(qp);
+	spin_unlock(&qp->sq_lock);
+	if (drained && qp->ibqp.event_handler)
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	spin_unlock_bh(&qp->state_lock);
 }
 
 /* What a response means, by its kind. sq_lock held. */
@@ -574,7 +601,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt, const u8 *payload)
 {
 	enum sroce_comp_verdict v;
-	bool err, kick, drained, timed, idle;
+	bool err, kick, sqd, timed, idle;
 	enum ib_qp_state state = READ_ONCE(qp->state);
 
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD) {
@@ -610,15 +637,15 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	 */
 	kick = qp->req.cur != qp->req.fetched ||
 	       READ_ONCE(qp->sq.hdr->producer) != qp->sq.kidx;
-	drained = !err && sroce_comp_sqd_drained(qp);
+	sqd = !err && sroce_comp_sqd_pending(qp);
 	spin_unlock_bh(&qp->sq_lock);
 
 	if (err)
 		sroce_qp_error(qp);
 	else if (kick)
 		sroce_req_kick(qp, false);
-	if (drained)
-		sroce_comp_sqd_notify(qp);
+	if (sqd)
+		sroce_comp_sqd_check(qp);
 }
 
 /* The completer's part of a new QP: its timers, the full window. */
@@ -670,23 +697,6 @@ void sroce_comp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 		qp->comp.psn = sroce_psn_mask(attr->sq_psn);
 		qp->comp.nak_rewound = false;
 	}
-}
-
-/*
- * The QP has entered SQD: whether it is drained already (then the caller
- * sends IB_EVENT_SQ_DRAINED, if asked for, with sroce_comp_sqd_notify()).
- * The completer may have seen the new state first and sent the event:
- * sqd_notified says so, and only a move to another state clears it
- * (sroce_comp_sqd_end()), so the event goes out once either way.
- */
-bool sroce_comp_sqd_begin(struct sroce_qp *qp)
-{
-	bool drained;
-
-	spin_lock_bh(&qp->sq_lock);
-	drained = sroce_comp_sqd_drained(qp);
-	spin_unlock_bh(&qp->sq_lock);
-	return drained;
 }
 
 /*

@@ -16,7 +16,9 @@
  *   protects resp.*. Short READs are answered inline; long ones stream
  *   from qp->resp_work while later requests wait in resp.backlog.
  * - @state_lock (BH) protects state transitions; the data path reads
- *   qp->state with READ_ONCE and rechecks under its own lock.
+ *   qp->state with READ_ONCE and rechecks under its own lock. Only
+ *   IB_EVENT_SQ_DRAINED's decision takes @sq_lock inside it (never the
+ *   other way round), so that the event is sent while the QP is in SQD.
  *
  * Lifetime: the QP is in the device's qp_xa while it can receive; the
  * receive path takes @ref under RCU. destroy removes it from qp_xa, stops

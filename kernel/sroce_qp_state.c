@@ -242,9 +242,14 @@ static int sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 		sroce_qp_flush(qp);
 	if (next == IB_QPS_ERR && cur != IB_QPS_ERR && qp->srq)
 		sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
-	if (next == IB_QPS_SQD && cur != IB_QPS_SQD &&
-	    sroce_comp_sqd_begin(qp))
-		sroce_comp_sqd_notify(qp);
+	/*
+	 * Entered SQD: drained already? The completer may have seen the new
+	 * state first and sent the event; sqd_notified says so, and only a
+	 * move to another state clears it (sroce_comp_sqd_end()), so the
+	 * event goes out once either way.
+	 */
+	if (next == IB_QPS_SQD && cur != IB_QPS_SQD)
+		sroce_comp_sqd_check(qp);
 	/* From any state: SQD, or SQE/ERR the data path moved it to from SQD. */
 	if (next != IB_QPS_SQD)
 		sroce_comp_sqd_end(qp);

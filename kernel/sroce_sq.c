@@ -205,13 +205,13 @@ void sroce_sq_retire_unlock(struct sroce_qp *qp)
 	 * The requester's own retirements (UC and UD messages, local
 	 * operations, WQEs that failed at fetch) can drain an SQD QP too.
 	 */
-	bool drained = !err && sroce_comp_sqd_drained(qp);
+	bool sqd = !err && sroce_comp_sqd_pending(qp);
 
 	spin_unlock_bh(&qp->sq_lock);
 	if (err)
 		sroce_sq_fail(qp);
-	else if (drained)
-		sroce_comp_sqd_notify(qp);
+	else if (sqd)
+		sroce_comp_sqd_check(qp);
 }
 
 /* Complete the send queue's outstanding WQEs with WR_FLUSH_ERR. */

@@ -83,8 +83,8 @@ void sroce_comp_init(struct sroce_qp *qp);
 void sroce_comp_reset(struct sroce_qp *qp);
 void sroce_comp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 		       int mask);
-bool sroce_comp_sqd_begin(struct sroce_qp *qp);
-bool sroce_comp_sqd_drained(struct sroce_qp *qp);
+bool sroce_comp_sqd_pending(struct sroce_qp *qp);
+void sroce_comp_sqd_check(struct sroce_qp *qp);
 void sroce_comp_sqd_end(struct sroce_qp *qp);
 void sroce_comp_stop(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
@@ -92,7 +92,6 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 bool sroce_comp_retire(struct sroce_qp *qp);
 void sroce_comp_rewind(struct sroce_qp *qp);
 void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status);
-void sroce_comp_sqd_notify(struct sroce_qp *qp);
 
 /* sroce_comp_timer.c: the ACK timeout, tail loss probes, the RNR wait */
 void sroce_comp_timers_init(struct sroce_qp *qp);

@@ -6,8 +6,9 @@
 # the kernel verbs API when it is loaded (SEND, SEND_WITH_IMM, WRITE,
 # WRITE_WITH_IMM, READ, both atomics; 0 B .. 1 MiB; SGE lists and chained
 # WRs; every byte, guard byte, atomic result and completion checked; five
-# ways of reaping completions; an ib_drain_qp()-style flush and a bad-rkey
-# error path). insmod's exit status is the verdict and the module's "FAIL:"
+# ways of reaping completions; SQD with IB_EVENT_SQ_DRAINED, once per entry
+# and never after modify_qp(SQD->RTS) returned; an ib_drain_qp()-style
+# flush and a bad-rkey error path). insmod's exit status is the verdict and the module's "FAIL:"
 # kernel log line names the check that failed.
 #
 # The module is loaded in the initial namespace: kernel verbs reach a device
@@ -79,10 +80,13 @@ if sr_rxe_use; then
 	sr_rxe_dummy "$rxe" "$vr" 10.83.0.1/24 fd83::1/64
 	g4=$(sr_gid_of "$rxe" 10.83.0.1)
 	g6=$(sr_gid_of "$rxe" fd83::1)
+	# sqd=0: rdma_rxe (6.1) never runs the WRs that SQD held once the QP
+	# is back in RTS (0 of 4 WRITEs completed in 60 s, 2026-12-07), so
+	# the control leaves out the step sroce must pass.
 	kvt "control: rdma_rxe loopback, IPv4, atomics in a fast-reg MR" \
-		dev_a="$rxe" gid_a="$g4" gid_b="$g4" atomic_mr=frmr || control_failed=1
+		dev_a="$rxe" gid_a="$g4" gid_b="$g4" atomic_mr=frmr sqd=0 || control_failed=1
 	kvt "control: rdma_rxe loopback, IPv6, atomics in a DMA MR" \
-		dev_a="$rxe" gid_a="$g6" gid_b="$g6" atomic_mr=dma || control_failed=1
+		dev_a="$rxe" gid_a="$g6" gid_b="$g6" atomic_mr=dma sqd=0 || control_failed=1
 else
 	subtest_skip "control: rdma_rxe loopback, IPv4, atomics in a fast-reg MR" "rdma_rxe cannot be loaded"
 	subtest_skip "control: rdma_rxe loopback, IPv6, atomics in a DMA MR" "rdma_rxe cannot be loaded"

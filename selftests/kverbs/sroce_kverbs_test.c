@@ -70,6 +70,10 @@ static char *atomic_mr = "auto";
 module_param(atomic_mr, charp, 0444);
 MODULE_PARM_DESC(atomic_mr, "MR for atomic targets: frmr (IB_WR_REG_MR), dma (the driver's DMA MR), auto (frmr if supported)");
 
+static bool sqd = true;
+module_param(sqd, bool, 0444);
+MODULE_PARM_DESC(sqd, "the SQD step: side A's QP to SQD and back, IB_EVENT_SQ_DRAINED (0 for a device that cannot)");
+
 static unsigned int seed;
 module_param(seed, uint, 0444);
 MODULE_PARM_DESC(seed, "random seed (0: pick one; the log shows it)");
@@ -90,7 +94,9 @@ MODULE_PARM_DESC(timeout_ms, "longest wait for expected completions");
 #define KVT_ID_ERR_SEND		(KVT_ID_INV + 7)
 #define KVT_ID_LATE_SEND	(KVT_ID_INV + 8)
 #define KVT_ID_LATE_RECV	(KVT_ID_INV + 9)
-#define KVT_NIDS		(KVT_ID_INV + 10)
+#define KVT_ID_SQD_WRITE	(KVT_ID_INV + 10)	/* KVT_SQD_WRS of them */
+#define KVT_SQD_WRS		4
+#define KVT_NIDS		(KVT_ID_SQD_WRITE + KVT_SQD_WRS)
 #define KVT_WRID_MAGIC		0x6b76ULL
 
 #define KVT_QP_DEPTH		64
@@ -311,6 +317,12 @@ struct kvt_test {
 	unsigned int steps;
 	unsigned int wrs;
 	u64 bytes;
+
+	/* IB_EVENT_SQ_DRAINED on side A's QP (kvt_qp_event). */
+	atomic_t sqd_events;	/* all of them */
+	atomic_t sqd_late;	/* delivered after modify_qp(SQD -> RTS) returned */
+	bool sqd_open;		/* set before SQD, cleared after that return */
+	wait_queue_head_t sqd_wq;
 };
 
 static __printf(2, 3) int kvt_fail(struct kvt_test *t, const char *fmt, ...)
@@ -427,8 +439,11 @@ static void kvt_id_str(struct kvt_test *t, u32 id, char *buf, size_t len)
 	} else if (id >= KVT_ID_RECV && id < KVT_ID_RECV + t->nops) {
 		kvt_op_str(t, id - KVT_ID_RECV, tmp, sizeof(tmp));
 		snprintf(buf, len, "the receive of %s", tmp);
-	} else if (id >= KVT_ID_INV && id < KVT_NIDS) {
+	} else if (id >= KVT_ID_INV && id < KVT_ID_SQD_WRITE) {
+		BUILD_BUG_ON(ARRAY_SIZE(misc) != KVT_ID_SQD_WRITE - KVT_ID_INV);
 		snprintf(buf, len, "%s", misc[id - KVT_ID_INV]);
+	} else if (id >= KVT_ID_SQD_WRITE && id < KVT_NIDS) {
+		snprintf(buf, len, "RDMA_WRITE %u across SQD", id - KVT_ID_SQD_WRITE + 1);
 	} else {
 		snprintf(buf, len, "id %u", id);
 	}
@@ -499,6 +514,19 @@ static void kvt_cq_event(struct ib_event *ev, void *ctx)
 
 static void kvt_qp_event(struct ib_event *ev, void *ctx)
 {
+	struct kvt_test *t = ctx;
+
+	if (ev->event == IB_EVENT_SQ_DRAINED) {
+		/*
+		 * The driver delivers it while the QP is in SQD: never once
+		 * modify_qp has moved the QP on and returned.
+		 */
+		if (!READ_ONCE(t->sqd_open))
+			atomic_inc(&t->sqd_late);
+		atomic_inc(&t->sqd_events);
+		wake_up(&t->sqd_wq);
+		return;
+	}
 	pr_info("asynchronous event on QP %u: %s\n", ev->element.qp->qp_num,
 		ib_event_msg(ev->event));
 }
@@ -2078,6 +2106,163 @@ static int kvt_drain(struct kvt_test *t)
 	return 0;
 }
 
+static int kvt_sqd_modify(struct kvt_test *t, struct ib_qp *qp, enum ib_qp_state to)
+{
+	struct ib_qp_attr attr = { .qp_state = to, .en_sqd_async_notify = 1 };
+	int mask = IB_QP_STATE | (to == IB_QPS_SQD ? IB_QP_EN_SQD_ASYNC_NOTIFY : 0);
+	int ret;
+
+	if (to == IB_QPS_SQD)
+		WRITE_ONCE(t->sqd_open, true);
+	ret = ib_modify_qp(qp, &attr, mask);
+	if (to != IB_QPS_SQD)
+		WRITE_ONCE(t->sqd_open, false);
+	if (ret)
+		return kvt_fail(t, "ib_modify_qp(QP %u, ->%s) failed: %d", qp->qp_num,
+				kvt_qp_state_str(to), ret);
+	return 0;
+}
+
+/*
+ * Side A posts KVT_SQD_WRS signaled RDMA WRITEs of @len bytes to side B and
+ * moves its QP to SQD with en_sqd_async_notify at once. SQD lets what has
+ * started finish and holds the rest: in_sqd() runs there; then back to
+ * RTS, every WRITE completes and its data is checked.
+ */
+static int kvt_sqd_writes(struct kvt_test *t, u32 len, int (*in_sqd)(struct kvt_test *t))
+{
+	struct kvt_side *a = &t->side[0], *b = &t->side[1];
+	struct kvt_seg src[KVT_SQD_WRS], dst[KVT_SQD_WRS];
+	unsigned int k;
+	int ret;
+
+	kvt_arena_reset(t);
+	kvt_chains_reset(t);
+	for (k = 0; k < KVT_SQD_WRS; k++) {
+		struct ib_rdma_wr *w = &t->op[k].s.rdma;
+
+		if (kvt_alloc_seg(a, len, 64, 0, &src[k]) ||
+		    kvt_alloc_seg(b, len, 64, 0, &dst[k]))
+			return kvt_fail(t, "test bug: no room for the SQD buffers");
+		kvt_fill(&src[k], 1, t->gen * KVT_SQD_WRS + k);
+		kvt_poison(&dst[k], 1);
+		memset(w, 0, sizeof(*w));
+		t->op[k].sge[0].addr = src[k].dma;
+		t->op[k].sge[0].length = len;
+		t->op[k].sge[0].lkey = a->pd->local_dma_lkey;
+		w->wr.opcode = IB_WR_RDMA_WRITE;
+		w->wr.sg_list = &t->op[k].sge[0];
+		w->wr.num_sge = 1;
+		w->wr.send_flags = IB_SEND_SIGNALED;
+		w->remote_addr = dst[k].dma;
+		w->rkey = b->pd->unsafe_global_rkey;
+		kvt_set_send_id(t, &w->wr, KVT_ID_SQD_WRITE + k);
+		kvt_chain_send(a, &w->wr);
+		kvt_expect(a->scq, KVT_ID_SQD_WRITE + k, a->qp, IB_WC_SUCCESS,
+			   IB_WC_RDMA_WRITE);
+	}
+	kvt_sync(t, true);
+	ret = kvt_post_sends(t, a, a->qp);
+	if (!ret)
+		ret = kvt_sqd_modify(t, a->qp, IB_QPS_SQD);
+	if (!ret)
+		ret = in_sqd(t);
+	if (!ret)
+		ret = kvt_sqd_modify(t, a->qp, IB_QPS_RTS);
+	if (!ret)
+		ret = kvt_wait_all(t);
+	if (ret)
+		return ret;
+	kvt_sync(t, false);
+	for (k = 0; k < KVT_SQD_WRS; k++) {
+		snprintf(t->what, sizeof(t->what), "RDMA WRITE %u of %u across SQD", k + 1,
+			 KVT_SQD_WRS);
+		ret = kvt_check(t, t->what, &dst[k], 1, t->gen * KVT_SQD_WRS + k, len);
+		if (ret)
+			return ret;
+	}
+	t->wrs += KVT_SQD_WRS;
+	t->bytes += (u64)KVT_SQD_WRS * len;
+	return 0;
+}
+
+/* In SQD until IB_EVENT_SQ_DRAINED: it comes, exactly once. */
+static int kvt_sqd_wait_event(struct kvt_test *t)
+{
+	if (!wait_event_timeout(t->sqd_wq, atomic_read(&t->sqd_events) > 0,
+				msecs_to_jiffies(timeout_ms)))
+		return kvt_fail(t, "no IB_EVENT_SQ_DRAINED within %u ms", timeout_ms);
+	/* A second one would come at once: the same softirq or modify_qp. */
+	msleep(100);
+	if (atomic_read(&t->sqd_events) != 1)
+		return kvt_fail(t, "%d IB_EVENT_SQ_DRAINED for one entry to SQD",
+				atomic_read(&t->sqd_events));
+	return 0;
+}
+
+/* In SQD for 0-5 ms: the event may come in that time, or not at all. */
+static int kvt_sqd_short(struct kvt_test *t)
+{
+	unsigned int us = kvt_rand(t) % 5000;
+
+	if (us)
+		usleep_range(us, us + 100);
+	return 0;
+}
+
+/*
+ * SQD and IB_EVENT_SQ_DRAINED (IBTA 11.6.3): side A's QP is moved to SQD
+ * with WRITEs just posted. (1) It waits there: the event comes, exactly
+ * once. (2) It stays a few milliseconds, many times: an event the driver
+ * decided on in SQD may come before modify_qp(SQD->RTS) returns, never
+ * after it (then a new entry to SQD would take it as its own, though what
+ * that entry waits for has not drained): no event between that return and
+ * the next entry, at most one from an entry to SQD to its return to RTS.
+ */
+static int kvt_sqd(struct kvt_test *t)
+{
+	unsigned int i, flips = 4 * iters, before;
+	int ret;
+
+	kvt_begin(t, "SQD: the QP waits in SQD for IB_EVENT_SQ_DRAINED");
+	atomic_set(&t->sqd_events, 0);
+	atomic_set(&t->sqd_late, 0);
+	ret = kvt_sqd_writes(t, SZ_64K, kvt_sqd_wait_event);
+	if (ret)
+		return ret;
+
+	kvt_begin(t, "SQD: %u times to SQD and back to RTS within 5 ms", flips);
+	before = atomic_read(&t->sqd_events);
+	for (i = 0; i < flips; i++) {
+		int n = atomic_read(&t->sqd_events);
+
+		t->gen++;
+		/*
+		 * Large enough to be in flight at the move to SQD: the
+		 * completer, not modify_qp, then finds the queue drained.
+		 */
+		ret = kvt_sqd_writes(t, i % 2 ? SZ_64K : SZ_16K, kvt_sqd_short);
+		if (ret)
+			return ret;
+		/* A late one that came in this entry's time is one too many. */
+		n = atomic_read(&t->sqd_events) - n;
+		if (n > 1)
+			return kvt_fail(t, "entry %u to SQD: %d IB_EVENT_SQ_DRAINED", i + 1, n);
+	}
+	/* Whatever is still on its way arrives, late, in this time. */
+	msleep(100);
+	if (atomic_read(&t->sqd_late))
+		return kvt_fail(t,
+				"%d of %d IB_EVENT_SQ_DRAINED delivered after modify_qp(SQD->RTS) returned",
+				atomic_read(&t->sqd_late), atomic_read(&t->sqd_events) - before);
+	if (atomic_read(&t->sqd_events) - before > flips)
+		return kvt_fail(t, "%d IB_EVENT_SQ_DRAINED for %u entries to SQD",
+				atomic_read(&t->sqd_events) - before, flips);
+	pr_info("%s: %d IB_EVENT_SQ_DRAINED for %u entries to SQD, none late\n", t->where,
+		atomic_read(&t->sqd_events) - before, flips);
+	return kvt_query_state(t, t->side[0].qp, IB_QPS_RTS, "after the last SQD->RTS");
+}
+
 /*
  * On a fresh pair: an RDMA WRITE with a bad rkey must fail with
  * IB_WC_REM_ACCESS_ERR, the SEND chained after it must be flushed, the QP
@@ -2335,6 +2520,8 @@ static int kvt_round(struct kvt_test *t, enum kvt_cq_mode mode)
 		ret = kvt_random(t, i);
 	if (!ret)
 		ret = kvt_check_events(t);
+	if (!ret && sqd)
+		ret = kvt_sqd(t);
 	if (!ret)
 		ret = kvt_drain(t);
 	if (!ret)
@@ -2405,6 +2592,7 @@ static int kvt_run(struct kvt_test *t)
 	if (!seed)
 		seed = get_random_u32() | 1;
 	t->rng = ((u64)seed << 32) | 0x9e3779b9;
+	init_waitqueue_head(&t->sqd_wq);
 	for (i = 0; i < ARRAY_SIZE(t->cqe); i++) {
 		t->cqe[i].cqe.done = kvt_done;
 		t->cqe[i].id = i % KVT_NIDS;

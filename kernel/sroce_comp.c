@@ -547,7 +547,8 @@ static bool sroce_comp_sqd_drained(struct sroce_qp *qp)
  * QP has left SQD: decided under sq_lock alone and sent after unlocking,
  * it could arrive after a move to RTS, posts and a new entry to SQD, and
  * report that entry drained before it was. The consumer's handler runs
- * with state_lock held (BH off), as it would from a softirq.
+ * with state_lock held (BH off), as it would from a softirq; on
+ * modify_qp's path modify_lock is held too.
  * Lock order: state_lock, then sq_lock; not called with either held.
  */
 void sroce_comp_sqd_check(struct sroce_qp *qp)

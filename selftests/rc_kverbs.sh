@@ -8,8 +8,8 @@
 # WRs; every byte, guard byte, atomic result and completion checked; five
 # ways of reaping completions; SQD with IB_EVENT_SQ_DRAINED, once per entry
 # and never after modify_qp(SQD->RTS) returned; an ib_drain_qp()-style
-# flush and a bad-rkey error path). insmod's exit status is the verdict and the module's "FAIL:"
-# kernel log line names the check that failed.
+# flush and a bad-rkey error path). insmod's exit status is the verdict and
+# the module's "FAIL:" kernel log line names the check that failed.
 #
 # The module is loaded in the initial namespace: kernel verbs reach a device
 # whatever namespace its netdev is in. Runs:

@@ -97,7 +97,7 @@ bool sroce_comp_retire(struct sroce_qp *qp)
 				.status = st->status,
 				.opcode = sroce_comp_wc_opcode(w->opcode),
 				.byte_len = st->status == IB_WC_SUCCESS ?
-					    sroce_wqe_len(w) : 0,
+					    st->len : 0,
 				.qp_num = qp->ibqp.qp_num,
 				.port_num = 1,
 			};
@@ -116,47 +116,20 @@ bool sroce_comp_retire(struct sroce_qp *qp)
 }
 
 /*
- * Go back to the oldest unacknowledged PSN. The WQE that holds it resumes
- * at the packet of that PSN (a READ or atomic restarts whole, at its first
- * PSN), later WQEs restart from their beginning. A message can be partly
- * sent and partly acknowledged, so "started" rather than "fully sent"
- * decides whether the oldest WQE resumes mid-message. sq_lock held.
+ * Go back to the oldest unacknowledged PSN (sroce_sendq_rewind). What is
+ * sent again times no round trip (Karn). sq_lock held.
  */
 void sroce_comp_rewind(struct sroce_qp *qp)
 {
-	u32 idx;
+	struct sroce_sendq q = sroce_qp_sendq(qp);
+	struct sroce_sendq_resume r;
 
-	/* What is sent again times no round trip (Karn). */
 	qp->comp.rtt_on = false;
 	qp->req.rd_atomic = 0;
-	qp->req.offset = 0;
-	qp->req.psn = qp->comp.psn;
-	/* Acknowledged WQEs may not be retired yet: start after them. */
-	qp->req.cur = qp->comp.idx;
-	while (qp->req.cur != qp->req.fetched &&
-	       sroce_wst(qp, qp->req.cur)->state == SROCE_WQE_DONE)
-		qp->req.cur++;
-	for (idx = qp->req.cur; idx != qp->req.fetched; idx++) {
-		struct sroce_wqe_st *st = sroce_wst(qp, idx);
-		struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
-
-		if (st->state == SROCE_WQE_DONE)
-			continue;
-		if (idx == qp->req.cur && st->psn_valid) {
-			struct sroce_gbn_resume r;
-
-			r = sroce_gbn_resume(w->opcode == SROCE_WR_RDMA_READ,
-					     sroce_wqe_is_rd_atomic(w->opcode),
-					     sroce_wqe_len(w), st->resid,
-					     st->first_psn, qp->comp.psn,
-					     qp->mtu);
-			qp->req.psn = r.psn;
-			qp->req.offset = r.offset;
-		}
-		if (idx != qp->req.cur || !qp->req.offset)
-			st->started = 0;
-		st->state = SROCE_WQE_POSTED;
-	}
+	r = sroce_sendq_rewind(&q, qp->comp.psn, qp->mtu);
+	qp->req.cur = r.cur;
+	qp->req.psn = r.psn;
+	qp->req.offset = r.offset;
 }
 
 /*
@@ -178,8 +151,8 @@ static void sroce_comp_progress(struct sroce_qp *qp)
 /* Complete SEND/WRITE WQEs wholly acknowledged by an ACK of @psn. */
 static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
 {
+	struct sroce_sendq q = sroce_qp_sendq(qp);
 	u32 next = sroce_ack_next(psn, inclusive);
-	u32 idx;
 
 	if (!sroce_ack_valid(next, qp->comp.psn, qp->req.psn_hi, inclusive))
 		return false;
@@ -190,27 +163,7 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn, bool inclusive)
 	 * (its PSNs never change), and the requester skips what is
 	 * acknowledged (below).
 	 */
-	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
-		struct sroce_wqe_st *st = sroce_wst(qp, idx);
-		struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
-		enum sroce_ack_wqe fate;
-
-		fate = sroce_ack_wqe_fate(st->state == SROCE_WQE_DONE,
-					  sroce_wqe_is_rd_atomic(w->opcode),
-					  st->psn_valid, st->first_psn,
-					  st->last_psn, next);
-		if (fate == SROCE_ACKW_SKIP)
-			continue;
-		if (fate == SROCE_ACKW_STOP)
-			break;
-		if (fate == SROCE_ACKW_LOST) {
-			/* Its response is lost: the ACK covers what is before. */
-			next = st->first_psn;
-			break;
-		}
-		st->state = SROCE_WQE_DONE;
-		st->status = IB_WC_SUCCESS;
-	}
+	next = sroce_sendq_ack(&q, next);
 	if (sroce_psn_after(next, qp->comp.psn)) {
 		qp->comp.psn = next;
 		sroce_comp_progress(qp);
@@ -335,7 +288,7 @@ static enum sroce_comp_verdict sroce_comp_read_resp(struct sroce_qp *qp,
 		goto drop;
 	w = sroce_sq_shadow(qp, idx);
 	sroce_read_track_at(&qp->comp.rr, idx);
-	off = sroce_wqe_len(w) - st->resid;
+	off = st->len - st->resid;
 	expect = sroce_read_resp_psn(st->first_psn, off, qp->mtu);
 	if (pkt->bth.psn != expect)
 		return sroce_comp_read_ahead(qp, pkt, payload, st, w, expect,
@@ -519,23 +472,13 @@ bool sroce_comp_sqd_pending(struct sroce_qp *qp)
 static bool sroce_comp_sqd_drained(struct sroce_qp *qp)
 {
 	bool acked = qp->ibqp.qp_type != IB_QPT_UC && !sroce_qp_is_ud(qp);
-	u32 idx;
+	struct sroce_sendq q = sroce_qp_sendq(qp);
 
 	if (!sroce_comp_sqd_pending(qp) || qp->req.offset ||
 	    qp->comp.idx != qp->req.cur ||
-	    (acked && qp->comp.psn != qp->req.psn))
+	    (acked && qp->comp.psn != qp->req.psn) ||
+	    sroce_sendq_outstanding(&q))
 		return false;
-	/*
-	 * Gone back for a NAK or a timeout, the requester is at the oldest
-	 * unacknowledged WQE as if nothing were sent: what started (has
-	 * PSNs) and is not done is still outstanding.
-	 */
-	for (idx = qp->comp.idx; idx != qp->req.fetched; idx++) {
-		const struct sroce_wqe_st *st = sroce_wst(qp, idx);
-
-		if (st->psn_valid && st->state != SROCE_WQE_DONE)
-			return false;
-	}
 	qp->comp.sqd_notified = true;
 	return true;
 }

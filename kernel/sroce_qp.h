@@ -38,6 +38,7 @@
 #include "proto/sroce_completer.h"
 #include "proto/sroce_gbn.h"
 #include "proto/sroce_responder.h"
+#include "proto/sroce_sendq.h"
 #include "sroce_cc.h"
 
 #include "sroce_queue.h"
@@ -97,23 +98,6 @@ struct sroce_ud_dest {
 struct sroce_qp_work {
 	struct work_struct any;		/* on sroce_wq */
 	struct work_struct pace;	/* on sroce_pace_wq */
-};
-
-enum sroce_wqe_state {
-	SROCE_WQE_POSTED,	/* fetched, not fully sent */
-	SROCE_WQE_SENT,		/* every packet sent, waiting for the ACK/data */
-	SROCE_WQE_DONE,		/* completed (success or error) */
-};
-
-struct sroce_wqe_st {
-	u32 first_psn;
-	u32 last_psn;
-	u32 resid;		/* READ: bytes still to arrive */
-	u8 state;
-	u8 started;		/* first packet sent in this pass */
-	u8 psn_valid;		/* ever started: first/last_psn are its PSNs */
-	u8 status;		/* enum ib_wc_status when DONE */
-	u8 fenced;
 };
 
 /* Responder resource for READ and atomics (replayed on duplicates). */
@@ -356,6 +340,29 @@ static inline bool sroce_qp_has_rq(const struct sroce_qp *qp)
 static inline struct sroce_wqe_st *sroce_wst(struct sroce_qp *qp, u32 idx)
 {
 	return &qp->wst[idx & (qp->sq.num_slots - 1)];
+}
+
+/* The fetched WQEs not yet retired, as go-back-N walks them (sq_lock). */
+static inline struct sroce_sendq sroce_qp_sendq(struct sroce_qp *qp)
+{
+	return (struct sroce_sendq){
+		.st = qp->wst,
+		.mask = qp->sq.num_slots - 1,
+		.acked = qp->comp.idx,
+		.fetched = qp->req.fetched,
+	};
+}
+
+/* What a WQE's opcode makes it to the transport. */
+static inline enum sroce_wqe_kind sroce_wqe_kind(u8 op)
+{
+	if (op == SROCE_WR_RDMA_READ)
+		return SROCE_WQEK_READ;
+	if (sroce_wqe_is_atomic(op))
+		return SROCE_WQEK_ATOMIC;
+	if (sroce_wqe_is_local(op))
+		return SROCE_WQEK_LOCAL;
+	return SROCE_WQEK_DATA;
 }
 
 /**

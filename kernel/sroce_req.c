@@ -24,8 +24,6 @@
 #include "proto/sroce_psn.h"
 #include "proto/sroce_wr.h"
 
-/* Ask for an ACK at least this often inside long messages. */
-#define SROCE_ACKREQ_EVERY	64
 /* Packets per requester run before yielding to the workqueue. */
 #define SROCE_REQ_BUDGET	256
 
@@ -124,19 +122,15 @@ static bool sroce_req_build(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 			    struct sroce_wqe_st *st, struct sroce_req_pos *pos,
 			    struct sroce_pkt *pkt)
 {
+	struct sroce_send_pos sp = sroce_send_pos_at(st, qp->req.offset, qp->mtu);
 	int op;
 
-	pos->len = sroce_wqe_len(w);
-	pos->off = qp->req.offset;
-	pos->first = pos->off == 0;
-	if (sroce_wqe_is_rd_atomic(w->opcode)) {
-		pos->plen = 0;
-		pos->last = true;
-	} else {
-		pos->plen = min(pos->len - pos->off, qp->mtu);
-		pos->last = pos->off + pos->plen >= pos->len;
-	}
-	pos->npsn = sroce_wqe_npsn(qp, w);
+	pos->len = st->len;
+	pos->off = sp.off;
+	pos->plen = sp.plen;
+	pos->npsn = sp.npsn;
+	pos->first = sp.first;
+	pos->last = sp.last;
 
 	op = sroce_wr_wire_opcode(sroce_req_transport(qp), w->opcode,
 				  pos->first, pos->last);
@@ -151,7 +145,6 @@ static bool sroce_req_build(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 	pkt->bth.psn = qp->req.psn;
 	pkt->bth.se = pos->last && (w->flags & SROCE_SEND_SOLICITED);
 	if (pos->first) {
-		st->started = 1;
 		st->psn_valid = 1;
 		st->first_psn = qp->req.psn;
 		st->last_psn = sroce_psn_add(qp->req.psn, pos->npsn - 1);
@@ -177,14 +170,10 @@ static bool sroce_req_build(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 		pkt->reth.len = pos->len;
 		break;
 	case SROCE_WR_RDMA_READ:
-		/*
-		 * A READ resumed at its first missing response asks for the
-		 * rest only: address and length move with the PSN (IBTA
-		 * C9-106; rdma_rxe answers from this RETH).
-		 */
-		pkt->reth.va = w->remote_addr + pos->off;
+		/* Resumed, it asks for the rest only (sroce_sendq.h). */
+		sroce_read_rereq(w->remote_addr, pos->len, pos->off,
+				 &pkt->reth.va, &pkt->reth.len);
 		pkt->reth.rkey = w->rkey;
-		pkt->reth.len = pos->len - pos->off;
 		break;
 	case SROCE_WR_ATOMIC_CMP_AND_SWP:
 	case SROCE_WR_ATOMIC_FETCH_AND_ADD:

@@ -34,14 +34,6 @@ u32 sroce_wqe_len(const struct sroce_send_wqe *w)
 	return len > SROCE_MAX_MSG_SIZE ? U32_MAX : (u32)len;
 }
 
-/* PSNs a WQE uses: packets of the message; a READ reserves its responses. */
-u32 sroce_wqe_npsn(struct sroce_qp *qp, const struct sroce_send_wqe *w)
-{
-	if (sroce_wqe_is_atomic(w->opcode))
-		return 1;
-	return sroce_msg_pkts(sroce_wqe_len(w), qp->mtu);
-}
-
 /*
  * Copy @len bytes at message offset @off of a WQE's local data (inline or
  * SGEs) to or from @buf. Returns 0 or an ib_wc_status for the failure.
@@ -154,8 +146,13 @@ bool sroce_sq_fetch(struct sroce_qp *qp)
 		u32 idx = qp->req.fetched;
 		struct sroce_wqe_st *st = sroce_wst(qp, idx);
 
-		memset(st, 0, sizeof(*st));
-		if (!sroce_sq_fetch_one(qp, idx)) {
+		if (sroce_sq_fetch_one(qp, idx)) {
+			const struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
+
+			sroce_wqe_st_init(st, sroce_wqe_len(w),
+					  sroce_wqe_kind(w->opcode));
+		} else {
+			sroce_wqe_st_init(st, 0, SROCE_WQEK_LOCAL);
 			st->state = SROCE_WQE_DONE;
 			st->status = IB_WC_LOC_QP_OP_ERR;
 		}

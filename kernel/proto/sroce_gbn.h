@@ -262,6 +262,9 @@ static inline u32 sroce_gbn_window_grow(u32 window)
 						   window * 2;
 }
 
+/* Ask for an ACK at least this often inside long messages. */
+#define SROCE_ACKREQ_EVERY	64
+
 /*
  * Must the packet of PSN @psn ask for an ACK? The last packet of a message
  * does; so does every @every-th packet of a long one (counted from its

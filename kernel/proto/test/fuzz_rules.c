@@ -14,8 +14,9 @@
  * for once per gap and a READ response asked for again once, a packet
  * placed ahead is within reach, new and of the size its place needs, the
  * round-trip estimate settles, a probe's wait keeps to its bounds, the
- * window grows back, and each request packet's wire opcode is a request of
- * its transport at its place in the message.
+ * window grows back, each request packet's wire opcode is a request of
+ * its transport at its place in the message, and the send queue's walks
+ * (sroce_sendq.h) complete and resume only where the rules say.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "sroce_completer.h"
 #include "sroce_gbn.h"
 #include "sroce_responder.h"
+#include "sroce_sendq.h"
 #include "sroce_wr.h"
 
 int LLVMFuzzerTestOneInput(const u8 *data, size_t size);
@@ -651,13 +653,113 @@ static void fuzz_wr(struct in *in)
 		CHECK(info->pos == SROCE_POS_ONLY);
 }
 
+/*
+ * A send queue of up to eight WQEs as the requester left it (a prefix sent,
+ * with consecutive PSNs; any of those done), then an acknowledgment the
+ * peer chooses and a rewind: the acknowledgment covers no more than it
+ * says, completes only SENDs and WRITEs wholly before what it covers, in
+ * posting order, and leaves done WQEs as they were; the rewind stands at
+ * the first WQE not done, resumes inside its PSNs at a packet boundary,
+ * and leaves every later WQE not done to be sent again.
+ */
+static void fuzz_sendq(struct in *in)
+{
+	struct sroce_wqe_st ring[8], before[8];
+	struct sroce_sendq q = { ring, 7, take(in, 4), 0 };
+	u32 mtu = take_mtu(in), n = take(in, 1) % 9, nsent, i;
+	u32 psn = take_psn(in), oldest, next, covers, idx;
+	struct sroce_sendq_resume r;
+	bool stopped = false;
+
+	q.fetched = q.acked + n;
+	nsent = n ? take(in, 1) % (n + 1) : 0;
+	oldest = psn;
+	for (i = 0; i < n; i++) {
+		struct sroce_wqe_st *st = sroce_sendq_at(&q, q.acked + i);
+		enum sroce_wqe_kind kind = (enum sroce_wqe_kind)(take(in, 1) % 3);
+
+		sroce_wqe_st_init(st, kind == SROCE_WQEK_ATOMIC ? 8 :
+				  take(in, 2), kind);
+		if (i >= nsent)
+			continue;
+		st->psn_valid = 1;
+		st->first_psn = psn;
+		psn = sroce_psn_add(psn, sroce_wqe_st_npsn(st, mtu));
+		st->last_psn = sroce_psn_sub(psn, 1);
+		st->state = SROCE_WQE_SENT;
+		/* a READ: whole MTUs of it in, or all of it */
+		st->resid = st->len - (kind == SROCE_WQEK_READ ?
+				       st->len < mtu * (take(in, 1) % 8) ? st->len :
+				       mtu * (take(in, 1) % 8) : 0);
+		if (take(in, 1) & 1) {
+			st->state = SROCE_WQE_DONE;
+			st->status = (u8)(take(in, 1) % 3);
+		}
+		if (st->state == SROCE_WQE_DONE && oldest == st->first_psn)
+			oldest = psn;
+	}
+	memcpy(before, ring, sizeof(ring));
+
+	next = sroce_psn_add(oldest, take(in, 3) %
+			     ((u32)sroce_psn_diff(psn, oldest) + 1));
+	covers = sroce_sendq_ack(&q, next);
+	CHECK(sroce_psn_diff(covers, next) <= 0);
+	for (idx = q.acked; idx != q.fetched; idx++) {
+		const struct sroce_wqe_st *was = &before[idx & 7];
+		const struct sroce_wqe_st *st = sroce_sendq_at(&q, idx);
+
+		if (was->state == SROCE_WQE_DONE) {
+			CHECK(!memcmp(was, st, sizeof(*st)));
+			continue;
+		}
+		if (st->state != SROCE_WQE_DONE) {
+			CHECK(!memcmp(was, st, sizeof(*st)));
+			stopped = true;
+			continue;
+		}
+		/* newly complete: in order, wholly acknowledged, not a READ */
+		CHECK(!stopped && !sroce_wqe_st_rd_atomic(st) && st->psn_valid);
+		CHECK(sroce_psn_before(st->last_psn, covers));
+		CHECK(st->status == SROCE_WC_SUCCESS);
+	}
+
+	memcpy(before, ring, sizeof(ring));
+	r = sroce_sendq_rewind(&q, covers, mtu);
+	for (idx = q.acked; idx != r.cur; idx++)
+		CHECK(sroce_sendq_at(&q, idx)->state == SROCE_WQE_DONE);
+	for (idx = r.cur; idx != q.fetched; idx++) {
+		const struct sroce_wqe_st *st = sroce_sendq_at(&q, idx);
+
+		if (before[idx & 7].state == SROCE_WQE_DONE)
+			CHECK(!memcmp(&before[idx & 7], st, sizeof(*st)));
+		else
+			CHECK(st->state == SROCE_WQE_POSTED);
+	}
+	if (r.cur == q.fetched) {
+		CHECK(r.psn == covers && !r.offset);
+		return;
+	}
+	CHECK(sroce_sendq_at(&q, r.cur)->state == SROCE_WQE_POSTED);
+	if (!sroce_sendq_at(&q, r.cur)->psn_valid) {
+		CHECK(r.psn == covers && !r.offset);
+	} else {
+		const struct sroce_wqe_st *st = sroce_sendq_at(&q, r.cur);
+
+		CHECK(r.offset % mtu == 0);
+		CHECK(!r.offset || r.offset < st->len);
+		CHECK(sroce_psn_diff(r.psn, st->first_psn) >= 0 &&
+		      sroce_psn_diff(r.psn, st->last_psn) <= 0);
+		CHECK(r.psn == sroce_psn_add(st->first_psn, r.offset / mtu));
+	}
+}
+
 int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 {
 	struct in in = { data, size };
 
 	if (!size)
 		return 0;
-	switch (take(&in, 1) % 9) {
+	switch (take(&in, 1) % 10) {
 	case 0:
 		fuzz_read_retries(&in);
 		break;
@@ -681,6 +783,9 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		break;
 	case 8:
 		fuzz_read_track(&in);
+		break;
+	case 9:
+		fuzz_sendq(&in);
 		break;
 	default:
 		fuzz_wr(&in);

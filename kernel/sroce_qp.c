@@ -260,8 +260,6 @@ static void sroce_qp_init_fields(struct sroce_qp *qp, struct sroce_dev *sdev,
 /* Free what sroce_qp_alloc_queues() allocated (any part of it). */
 static void sroce_qp_free_queues(struct sroce_qp *qp)
 {
-	kfree(qp->resp.rwqe);
-	qp->resp.rwqe = NULL;
 	sroce_queue_cleanup(&qp->rq);
 	kvfree(qp->ud_dest);
 	qp->ud_dest = NULL;
@@ -312,9 +310,9 @@ static int sroce_qp_alloc_queues(struct sroce_qp *qp,
 			       sroce_rq_slot_size(qp->max_recv_sge));
 	if (err)
 		return err;
-	qp->resp.rwqe = kmalloc(sroce_queue_slot_size(&qp->rq), SROCE_GFP_USER);
-	if (!qp->resp.rwqe)
-		return -ENOMEM;
+	err = sroce_recv_alloc(qp);
+	if (err)
+		return err;
 
 	/* What the queues really hold goes back to the caller. */
 	cap->max_send_wr = qp->sq.num_slots;
@@ -407,6 +405,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 err_xa:
 	xa_erase(&sdev->qp_xa, qpn);
 err_queues:
+	sroce_resp_free(qp);
 	sroce_qp_free_queues(qp);
 	dst_cache_destroy(&qp->av.dst);
 err_count:
@@ -439,11 +438,8 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_transport_stop(qp);
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->released);
-	/* Nothing can queue behind a READ stream any more. */
-	sroce_read_backlog_purge(qp);
-
+	sroce_resp_free(qp);
 	dst_cache_destroy(&qp->av.dst);
-	kfree(qp->resp.res);
 	sroce_qp_free_queues(qp);
 	mutex_destroy(&qp->modify_lock);
 	atomic_dec(&sdev->num_qp);

@@ -95,6 +95,16 @@ int sroce_read_set_res(struct sroce_qp *qp, u32 n)
 	return 0;
 }
 
+/* The READ side's part of sroce_resp_free(): nothing runs the QP. */
+void sroce_read_free(struct sroce_qp *qp)
+{
+	sroce_read_backlog_purge(qp);
+	kfree(qp->resp.res);
+	qp->resp.res = NULL;
+	qp->resp.nres = 0;
+	qp->resp.stream = NULL;
+}
+
 /* Drop the requests waiting behind a READ stream. resp_lock held. */
 void sroce_read_backlog_purge(struct sroce_qp *qp)
 {

@@ -15,6 +15,23 @@
 #include "sroce_transport.h"
 
 /*
+ * The copy of the receive WQE a request is placed in, one RQ (or SRQ)
+ * slot: at create, once the RQ exists. Charged to the creator.
+ */
+int sroce_recv_alloc(struct sroce_qp *qp)
+{
+	qp->resp.rwqe = kmalloc(sroce_queue_slot_size(&qp->rq), SROCE_GFP_USER);
+	return qp->resp.rwqe ? 0 : -ENOMEM;
+}
+
+/* Part of sroce_resp_free(). */
+void sroce_recv_free(struct sroce_qp *qp)
+{
+	kfree(qp->resp.rwqe);
+	qp->resp.rwqe = NULL;
+}
+
+/*
  * The receive side a request uses: the QP's own, or for an XRC target the
  * SRQ its XRCETH names, with that SRQ's CQ and PD (IBTA 9.8.5.2).
  */

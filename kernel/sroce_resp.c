@@ -55,6 +55,18 @@ void sroce_resp_init(struct sroce_qp *qp)
 	skb_queue_head_init(&qp->resp.backlog);
 }
 
+/*
+ * Free what the responder holds: the requests waiting behind a READ
+ * stream, the READ/atomic resources, the receive WQE copy. Once nothing
+ * runs the QP any more (destroy, after the last reference) or it never ran
+ * (a create that failed).
+ */
+void sroce_resp_free(struct sroce_qp *qp)
+{
+	sroce_read_free(qp);
+	sroce_recv_free(qp);
+}
+
 /* Back to RESET: nothing expected, nothing saved. Locks held by the caller. */
 void sroce_resp_reset(struct sroce_qp *qp)
 {

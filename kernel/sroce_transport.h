@@ -45,7 +45,9 @@ int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
  * create), reset (modify_qp to RESET, sq_lock and resp_lock held), modify
  * (the attributes it keeps, same locks) and stop (destroy, once
  * SROCE_QPF_DYING is set): sroce_qp.c and sroce_qp_state.c call them, in
- * that order of parts.
+ * that order of parts. What the responder allocates (its receive WQE copy
+ * once the RQ exists, its READ resources in modify) it frees in
+ * sroce_resp_free(), after the last reference or a failed create.
  */
 struct ib_qp_attr;
 
@@ -105,8 +107,11 @@ void sroce_resp_reset(struct sroce_qp *qp);
 void sroce_resp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 		       int mask);
 void sroce_resp_stop(struct sroce_qp *qp);
+void sroce_resp_free(struct sroce_qp *qp);
 
 /* sroce_recv.c: receive WQEs */
+int sroce_recv_alloc(struct sroce_qp *qp);
+void sroce_recv_free(struct sroce_qp *qp);
 void sroce_recv_flush(struct sroce_qp *qp);
 void sroce_recv_reset(struct sroce_qp *qp);
 
@@ -115,6 +120,7 @@ int sroce_read_set_res(struct sroce_qp *qp, u32 n);
 void sroce_read_work(struct sroce_qp *qp);
 void sroce_read_queue(struct sroce_qp *qp);
 void sroce_read_backlog_purge(struct sroce_qp *qp);
+void sroce_read_free(struct sroce_qp *qp);
 
 /* sroce_qp.c: the workqueues, and a QP's pair of work items on them */
 extern struct workqueue_struct *sroce_wq;

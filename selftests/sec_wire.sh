@@ -46,7 +46,7 @@
 #     returns).
 #
 # Cases 1-4 run in one tools/inject/sroce_inject.py sec-wire process (python
-# starts slowly in a TCG guest); their table is tools/inject/sroce_secwire.py.
+# starts slowly in a TCG guest); their table is tools/inject/roceinj/secwire.py.
 # Knobs: SROCE_SECWIRE_CASES="a b" (a subset), SROCE_SECWIRE_READ_MB (the
 # flooded READ, 128), SROCE_SECWIRE_FLOOD (4000), SROCE_SECWIRE_DUP_KB (1024),
 # SROCE_SECWIRE_RACE_SECONDS (20), SROCE_SECWIRE_ORPHAN_MS (700),

@@ -43,7 +43,7 @@ Commands:
   all          icrc-check (until --min-packets of each family), then
                directed, flood and mutate, in one process.
   sec-wire     the security cases of selftests/sec_wire.sh (--cases; the
-               table and what each checks: tools/inject/sroce_secwire.py):
+               table and what each checks: tools/inject/roceinj/secwire.py):
                forged-source UDP from a local user, duplicate READ
                amplification, oversize datagrams, a backlog flood behind a
                streaming READ.
@@ -111,7 +111,7 @@ def main():
     ap.add_argument("--min-packets", type=int, default=100)
     ap.add_argument("--stop-file", help="icrc-check: stop once this file exists")
     ap.add_argument("--ready-file", help="icrc-check: created once the sniffer listens")
-    g = ap.add_argument_group("sec-wire (selftests/sec_wire.sh; tools/inject/sroce_secwire.py)")
+    g = ap.add_argument_group("sec-wire (selftests/sec_wire.sh; tools/inject/roceinj/secwire.py)")
     g.add_argument("--cases", help="sec-wire: comma-separated cases (default: all)")
     g.add_argument("--peer-ifname", help="sec-wire: the target's veth end (its MTU is raised)")
     g.add_argument("--dup-read-kb", type=int, default=1024, help="sec-wire: the duplicated READ")
@@ -136,16 +136,17 @@ def main():
                    help="newlink-race: longest a device may outlive its netdev's unlisting")
     a = ap.parse_args()
     if a.command in ("sec-wire", "udp-forge", "newlink-race"):
-        import sroce_secwire
         if a.command == "udp-forge":
+            from roceinj.udpforge import udp_forge
             for k in ("dst_ip", "qpn", "psn", "rkey", "va"):
                 if getattr(a, k) is None:
                     ap.error("--%s is required for udp-forge" % k.replace("_", "-"))
-            return sroce_secwire.udp_forge(a)
+            return udp_forge(a)
         if a.command == "newlink-race":
+            from roceinj.newlink_race import newlink_race
             if not a.ns:
                 ap.error("--ns is required for newlink-race")
-            return sroce_secwire.newlink_race(a)
+            return newlink_race(a)
     if a.command == "selftest":
         ok = selftest()
         return 4 if ok is None else 0 if ok else 1
@@ -160,7 +161,8 @@ def main():
     random.seed(a.seed)
     ok = True
     if a.command == "sec-wire":
-        return sroce_secwire.run(a)
+        from roceinj import secwire
+        return secwire.run(a)
     if a.command == "all":
         # One process for every phase (python and scapy take seconds to
         # start in a TCG guest): first the ICRC of the real traffic, before

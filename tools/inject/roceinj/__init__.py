@@ -11,4 +11,7 @@ directed   the directed cases: directed() runs the tables of directed_valid,
 flood      the flood phase
 mutate     the mutation phase and its Mutator
 icrccheck  selftest and icrc-check
+secwire    the sec-wire command's cases (selftests/sec_wire.sh), with their
+           helpers and RC/UC pairs in secwire_pair; udpforge its
+           unprivileged sender, newlink_race its rdma link add race
 """

@@ -7,7 +7,7 @@ import types
 from .proto import PHANTOM_BASE, UC
 
 
-# --- QP state transitions (the victims here, sroce_secwire's real pairs) -----------
+# --- QP state transitions (the victims here, secwire_pair's real pairs) -----------
 
 
 def qp_modify(qp, mask, **kw):

@@ -354,7 +354,7 @@ static inline struct sroce_sendq sroce_qp_sendq(struct sroce_qp *qp)
 }
 
 /* What a WQE's opcode makes it to the transport. */
-static inline enum sroce_wqe_kind sroce_wqe_kind(u8 op)
+static inline enum sroce_wqe_kind sroce_wqe_kind_of(u8 op)
 {
 	if (op == SROCE_WR_RDMA_READ)
 		return SROCE_WQEK_READ;

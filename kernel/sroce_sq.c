@@ -150,7 +150,7 @@ bool sroce_sq_fetch(struct sroce_qp *qp)
 			const struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
 
 			sroce_wqe_st_init(st, sroce_wqe_len(w),
-					  sroce_wqe_kind(w->opcode));
+					  sroce_wqe_kind_of(w->opcode));
 		} else {
 			sroce_wqe_st_init(st, 0, SROCE_WQEK_LOCAL);
 			st->state = SROCE_WQE_DONE;

@@ -22,7 +22,11 @@ enum sroce_wqe_state {
 	SROCE_WQE_DONE,		/* completed (success or error) */
 };
 
-/* What a WQE is to the transport, decided from its opcode at fetch. */
+/*
+ * What a WQE is to the transport, decided from its opcode at fetch. An
+ * ATOMIC_WRITE is DATA: an ACK completes it. ATOMIC is compare-and-swap
+ * and fetch-and-add.
+ */
 enum sroce_wqe_kind {
 	SROCE_WQEK_DATA,	/* SEND, WRITE: completes with an ACK */
 	SROCE_WQEK_READ,	/* completes with its responses */

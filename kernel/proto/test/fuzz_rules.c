@@ -676,21 +676,28 @@ static void fuzz_sendq(struct in *in)
 	oldest = psn;
 	for (i = 0; i < n; i++) {
 		struct sroce_wqe_st *st = sroce_sendq_at(&q, q.acked + i);
-		enum sroce_wqe_kind kind = (enum sroce_wqe_kind)(take(in, 1) % 3);
+		enum sroce_wqe_kind kind = (enum sroce_wqe_kind)(take(in, 1) % 4);
+		u32 in_mtus;
 
 		sroce_wqe_st_init(st, kind == SROCE_WQEK_ATOMIC ? 8 :
-				  take(in, 2), kind);
+				  kind == SROCE_WQEK_LOCAL ? 0 : take(in, 2),
+				  kind);
 		if (i >= nsent)
 			continue;
+		if (kind == SROCE_WQEK_LOCAL) {
+			/* ran in order, once: done, without PSNs */
+			st->state = SROCE_WQE_DONE;
+			continue;
+		}
 		st->psn_valid = 1;
 		st->first_psn = psn;
 		psn = sroce_psn_add(psn, sroce_wqe_st_npsn(st, mtu));
 		st->last_psn = sroce_psn_sub(psn, 1);
 		st->state = SROCE_WQE_SENT;
 		/* a READ: whole MTUs of it in, or all of it */
-		st->resid = st->len - (kind == SROCE_WQEK_READ ?
-				       st->len < mtu * (take(in, 1) % 8) ? st->len :
-				       mtu * (take(in, 1) % 8) : 0);
+		in_mtus = mtu * (take(in, 1) % 8);
+		st->resid = kind != SROCE_WQEK_READ ? 0 :
+			    in_mtus < st->len ? st->len - in_mtus : 0;
 		if (take(in, 1) & 1) {
 			st->state = SROCE_WQE_DONE;
 			st->status = (u8)(take(in, 1) % 3);

@@ -66,10 +66,8 @@ for p in "$nsa $va" "$nsb $vb"; do
 done
 sr_link_add "$nsa" "$da" "$va"
 sr_link_add "$nsb" "$db" "$vb"
-wait_for "sr_gid_index $da $ipa" 10 || fail "$da has no RoCE v2 GID for $ipa"
-wait_for "sr_gid_index $db $ipb" 10 || fail "$db has no RoCE v2 GID for $ipb"
-ga=$(sr_gid_index "$da" "$ipa")
-gb=$(sr_gid_index "$db" "$ipb")
+ga=$(sr_gid_of "$da" "$ipa")
+gb=$(sr_gid_of "$db" "$ipb")
 wait_for "sr_ping $nsa $ipb" 10 || fail "no ping from $nsa to $ipb"
 
 # dq_case TAG NAME: open sub-case NAME, or report it skipped (and return 1)

@@ -783,6 +783,39 @@ sr_rc_qp_json() {
 		jq -c --arg d "$1" '[.[] | select(.ifname == $d and .type == "RC")][0] // empty'
 }
 
+# sr_vt_case LIMIT TIMEOUT SUBCASES WHAT ARGS...: one run of the caller's
+# verbs test program $bin (rc_bigmsg, rc_mt) over $da $db $dl, WHAT logged
+# and reported, with ARGS, --timeout TIMEOUT (its own limit) and the next
+# seed: $seed plus the run's number, so SROCE_SEED=$seed reproduces the
+# whole test. Killed after LIMIT seconds. SUBCASES is a sed script that
+# turns its output into TAP lines, a sub-case each ("ok - WRITE"), or ''
+# for one sub-case, WHAT. A run that failed is added to the caller's
+# array failed, which the caller checks at the end: every run runs.
+_sr_vt_n=0
+# shellcheck disable=SC2154 # bin, seed and failed are the caller's
+sr_vt_case() {
+	local limit=$1 timeout=$2 subcases=$3 what=$4 t0=$SECONDS rc=0 out
+	shift 4
+	_sr_vt_n=$((_sr_vt_n + 1))
+	out=$(mktemp)
+	log "### $what"
+	sr_run_or_dump timeout "$limit" "$bin" --seed $((seed + _sr_vt_n)) \
+		--timeout "$timeout" "$@" >"$out" 2>&1 || rc=$?
+	cat "$out"
+	if [[ $rc != 0 ]]; then
+		failed+=("$what")
+		log "$(basename "$bin") --seed $((seed + _sr_vt_n)) failed (see above)"
+	fi
+	if [[ -n $subcases ]]; then
+		sed -nE "$subcases" "$out" >"$out.tap"
+	else
+		: >"$out.tap"
+	fi
+	subtests_from_tap "$out.tap" "$what" "$rc"
+	rm -f "$out" "$out.tap"
+	log "($what: $((SECONDS - t0)) s)"
+}
+
 # sr_run_or_dump CMD...: run CMD; if it fails, log the nonzero counters of
 # the devices $da $db $dl (retransmissions, timeouts, drops tell what went
 # wrong; they count from device creation) and return its status.

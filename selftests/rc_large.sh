@@ -69,26 +69,14 @@ sr_wait_gid "$db" 10.81.0.2
 sr_wait_gid "$dl" fd82::1
 
 # --- runs ------------------------------------------------------------------------
-tmp=$(mktemp -d)
-defer rm -rf "$tmp"
 
 # Every run runs; the test fails at the end if any did.
 failed=()
-n=0
 bigmsg() { # DESCRIPTION ARGS...
-	local what=$1 t0=$SECONDS
-	shift
-	n=$((n + 1))
-	log "### $what"
-	local rc=0
-	sr_run_or_dump timeout 330 "$bin" --seed $((seed + n)) --timeout 240 "$@" >"$tmp/out" 2>&1 || rc=$?
-	cat "$tmp/out"
-	[[ $rc == 0 ]] || failed+=("$what")
 	# One sub-case per operation ("WRITE: ok 1073741824 bytes in ...").
-	sed -nE 's/^(WRITE|READ|SEND): ok .*/ok - \1/p; s/^(WRITE|READ|SEND): FAILED .*/not ok - \1/p' \
-		"$tmp/out" >"$tmp/tap"
-	subtests_from_tap "$tmp/tap" "$what" "$rc"
-	log "($what: $((SECONDS - t0)) s)"
+	sr_vt_case 330 240 \
+		's/^(WRITE|READ|SEND): ok .*/ok - \1/p; s/^(WRITE|READ|SEND): FAILED .*/not ok - \1/p' \
+		"$@"
 }
 
 log "seed base $seed (SROCE_SEED=$seed reproduces this run)"

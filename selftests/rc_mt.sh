@@ -36,19 +36,8 @@ sr_vt_topology 83
 
 # Every run runs; the test fails at the end if any did.
 failed=()
-n=0
 mt() { # DESCRIPTION ARGS...
-	local what=$1 t0=$SECONDS
-	shift
-	n=$((n + 1))
-	log "### $what"
-	if ! sr_run_or_dump timeout 200 "$bin" --seed $((seed + n)) --timeout 60 "$@"; then
-		failed+=("$what")
-		subtest_fail "$what" "rc_mt --seed $((seed + n)) failed (see above)"
-	else
-		subtest_ok "$what"
-	fi
-	log "($what: $((SECONDS - t0)) s)"
+	sr_vt_case 200 60 '' "$@"
 }
 
 log "seed base $seed (SROCE_SEED=$seed reproduces this run's plan)"

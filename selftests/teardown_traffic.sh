@@ -113,13 +113,10 @@ topology() {
 	links
 }
 links() {
-	local d
 	sr_exists "$da" || sr_link_add "$nsa" "$da" "$va"
 	sr_exists "$db" || sr_link_add "$nsb" "$db" "$vb"
-	for d in "$da 10.84.0.1" "$db 10.84.0.2"; do
-		# shellcheck disable=SC2086 # DEV ADDR
-		wait_for "sr_gid_index $d" 10 || fail "no RoCE v2 GID: $d"
-	done
+	sr_wait_gid "$da" 10.84.0.1
+	sr_wait_gid "$db" 10.84.0.2
 }
 topology
 log "seed $seed (SROCE_SEED=$seed reproduces the timing)"

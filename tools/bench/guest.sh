@@ -35,6 +35,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SROCE_TEST_NAME=bench
 # shellcheck source=selftests/lib_sroce.sh
 source "$here/../../selftests/lib_sroce.sh"
+# shellcheck source=tools/bench/lib_bench.sh
+source "$here/lib_bench.sh"
 
 out=/run/sroce-out quick=0
 while [[ $# -gt 0 ]]; do
@@ -44,44 +46,26 @@ while [[ $# -gt 0 ]]; do
 	*) fail "unknown argument $1" ;;
 	esac
 done
-[[ -n "${SROCE_IN_GUEST:-}" ]] || fail "runs only in the test VM (use tools/bench/run.sh)"
-[[ -d "$out" && -w "$out" ]] || fail "no writable output directory $out"
-raw=$out/bench-raw.jsonl
-: >"$raw"
 
 # Duration-mode bandwidth runs: -D secs with -f secs of margin at either end
 # not measured. Latency runs: a fixed count.
 dur=6 margin=1 lat_iters=1000 iperf_secs=8
 [[ $quick == 0 ]] || dur=3 lat_iters=200 iperf_secs=3
 
-tmp=$(mktemp -d)
-defer rm -rf "$tmp"
 next_port=19000
-
-sr_module_use
-sr_have_provider || fail "the provider build/user/libsroce-rdmav<N>.so is not built"
-sr_rxe_use || fail "rdma_rxe cannot be loaded"
-require_cmd ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat iperf3 jq
+bench_start "$out" bench-raw.jsonl tools/bench/run.sh \
+	ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat iperf3 jq
 
 # --- topologies ---------------------------------------------------------------------
-nsa=bench-a nsb=bench-b nsl=bench-l nsr=bench-r
+nsa=bench-a nsb=bench-b
 ns_create "$nsa"
 ns_create "$nsb"
-ns_create "$nsl"
-ns_create "$nsr"
 veth_pair "$nsa" bveth-a "$nsb" bveth-b
 check ip -n "$nsa" addr add 192.0.2.1/24 dev bveth-a
 check ip -n "$nsb" addr add 192.0.2.2/24 dev bveth-b
 sr_link_add "$nsa" bsroce0 bveth-a
 sr_link_add "$nsb" bsroce1 bveth-b
-sr_dummy "$nsl" bdummy-l
-check ip -n "$nsl" addr add 198.51.100.1/24 dev bdummy-l
-sr_link_add "$nsl" bsroce-l bdummy-l
-veth_pair - bveth-r "$nsr" bveth-rp
-check ip addr add 203.0.113.1/24 dev bveth-r
-check ip -n "$nsr" addr add 203.0.113.2/24 dev bveth-rp
-check rdma link add brxe0 type rxe netdev bveth-r
-defer_quiet rdma link delete brxe0
+bench_loop_topologies bench b
 
 # topo NAME: set the server/client namespaces, devices, GIDs and address.
 topo() {

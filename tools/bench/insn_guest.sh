@@ -46,6 +46,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SROCE_TEST_NAME=bench-insn
 # shellcheck source=selftests/lib_sroce.sh
 source "$here/../../selftests/lib_sroce.sh"
+# shellcheck source=tools/bench/lib_bench.sh
+source "$here/lib_bench.sh"
 
 outdir=/run/sroce-out quick=0 reps=2 mark=$here/../../build/bench/insn_mark
 only_tests='' sizes="65536 64"
@@ -60,12 +62,8 @@ while [[ $# -gt 0 ]]; do
 	*) fail "unknown argument $1" ;;
 	esac
 done
-[[ -n "${SROCE_IN_GUEST:-}" ]] || fail "runs only in the test VM (use tools/bench/run.sh --insn)"
-[[ -d "$outdir" && -w "$outdir" ]] || fail "no writable output directory $outdir"
 [[ -x "$mark" ]] || fail "no marker program $mark (make bench-insn-tools)"
 [[ "$reps" =~ ^[0-9]+$ && $reps -ge 1 ]] || fail "--reps takes a number, 1 or more"
-raw=$outdir/insn-raw.jsonl
-: >"$raw"
 
 # N per size (the second run of a pair does 3N). What both runs of a pair
 # share (process start-up, perftest's clock calibration, connection set-up
@@ -87,27 +85,12 @@ for s in $sizes; do
 	[[ -n "${iters[$s]:-}" ]] || fail "--sizes: no size $s (65536 or 64)"
 done
 
-tmp=$(mktemp -d)
-defer rm -rf "$tmp"
 next_port=19000 next_tag=1
-
-sr_module_use
-sr_have_provider || fail "the provider build/user/libsroce-rdmav<N>.so is not built"
-sr_rxe_use || fail "rdma_rxe cannot be loaded"
-require_cmd ib_write_bw ib_read_bw ib_send_bw jq
+bench_start "$outdir" insn-raw.jsonl "tools/bench/run.sh --insn" \
+	ib_write_bw ib_read_bw ib_send_bw jq
 
 # --- topologies (as tools/bench/guest.sh's sroce-loop and rxe-loop) -------------
-nsl=insn-l nsr=insn-r
-ns_create "$nsl"
-ns_create "$nsr"
-sr_dummy "$nsl" idummy-l
-check ip -n "$nsl" addr add 198.51.100.1/24 dev idummy-l
-sr_link_add "$nsl" isroce-l idummy-l
-veth_pair - iveth-r "$nsr" iveth-rp
-check ip addr add 203.0.113.1/24 dev iveth-r
-check ip -n "$nsr" addr add 203.0.113.2/24 dev iveth-rp
-check rdma link add irxe0 type rxe netdev iveth-r
-defer_quiet rdma link delete irxe0
+bench_loop_topologies insn i
 
 # topo NAME: the namespace, device and GID of the current topology.
 topo() {

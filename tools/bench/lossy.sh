@@ -39,6 +39,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SROCE_TEST_NAME=bench-lossy
 # shellcheck source=selftests/lib_sroce.sh
 source "$here/../../selftests/lib_sroce.sh"
+# shellcheck source=tools/bench/lib_bench.sh
+source "$here/lib_bench.sh"
 
 outdir=/run/sroce-out quick=0
 settings="none;loss 0.1%;loss 1%;loss 5%;delay 1ms 1ms;delay 1ms 1ms loss 0.1%"
@@ -51,21 +53,11 @@ while [[ $# -gt 0 ]]; do
 	*) fail "unknown argument $1" ;;
 	esac
 done
-[[ -n "${SROCE_IN_GUEST:-}" ]] || fail "runs only in the test VM (use tools/bench/run.sh --lossy)"
-[[ -d "$outdir" && -w "$outdir" ]] || fail "no writable output directory $outdir"
-raw=$outdir/lossy-raw.jsonl
-: >"$raw"
 secs=8 size=65536
 [[ $quick == 0 ]] || secs=3
 
-tmp=$(mktemp -d)
-defer rm -rf "$tmp"
 next_port=19500
-
-sr_module_use
-sr_have_provider || fail "the provider build/user/libsroce-rdmav<N>.so is not built"
-sr_rxe_use || fail "rdma_rxe cannot be loaded"
-require_cmd ib_write_bw iperf3 jq tc
+bench_start "$outdir" lossy-raw.jsonl "tools/bench/run.sh --lossy" ib_write_bw iperf3 jq tc
 
 # sroce <-> sroce: A (responder, perftest server) and B (requester).
 nsa=lossy-a nsb=lossy-b nsr=lossy-r

@@ -82,12 +82,9 @@ static void sroce_req_local_error(struct sroce_qp *qp, u32 idx, int status)
 
 /* The packet sroce_req_one() sends: where it is in its WQE's message. */
 struct sroce_req_pos {
-	u32 idx;	/* the WQE's index */
-	u32 len;	/* the message's length */
-	u32 off;	/* this packet's offset in it */
-	u32 plen;	/* this packet's payload */
-	u32 npsn;	/* the message's PSNs */
-	bool first, last, uc;
+	u32 idx;			/* the WQE's index */
+	struct sroce_send_pos at;	/* where the packet is in the message */
+	bool uc;
 };
 
 /*
@@ -114,7 +111,7 @@ static bool sroce_req_must_wait(struct sroce_qp *qp,
 }
 
 /*
- * Build the headers of the next packet of WQE @w at @pos->off, and record
+ * Build the headers of the next packet of WQE @w at @pos->at.off, and record
  * its message's PSNs when it is the first (SQ lock held). Returns false if
  * the WQE has no such packet on this QP.
  */
@@ -122,18 +119,12 @@ static bool sroce_req_build(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 			    struct sroce_wqe_st *st, struct sroce_req_pos *pos,
 			    struct sroce_pkt *pkt)
 {
-	struct sroce_send_pos sp = sroce_send_pos_at(st, qp->req.offset, qp->mtu);
 	int op;
 
-	pos->len = st->len;
-	pos->off = sp.off;
-	pos->plen = sp.plen;
-	pos->npsn = sp.npsn;
-	pos->first = sp.first;
-	pos->last = sp.last;
+	pos->at = sroce_send_pos_at(st, qp->req.offset, qp->mtu);
 
 	op = sroce_wr_wire_opcode(sroce_req_transport(qp), w->opcode,
-				  pos->first, pos->last);
+				  pos->at.first, pos->at.last);
 	if (WARN_ON_ONCE(op < 0))
 		return false;
 	pkt->bth.opcode = op;
@@ -143,12 +134,12 @@ static bool sroce_req_build(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 	pkt->bth.pkey = SROCE_DEFAULT_PKEY;
 	pkt->bth.dqpn = qp->attr.dest_qp_num;
 	pkt->bth.psn = qp->req.psn;
-	pkt->bth.se = pos->last && (w->flags & SROCE_SEND_SOLICITED);
-	if (pos->first) {
+	pkt->bth.se = pos->at.last && (w->flags & SROCE_SEND_SOLICITED);
+	if (pos->at.first) {
 		st->psn_valid = 1;
 		st->first_psn = qp->req.psn;
-		st->last_psn = sroce_psn_add(qp->req.psn, pos->npsn - 1);
-		st->resid = pos->len;
+		st->last_psn = sroce_psn_add(qp->req.psn, pos->at.npsn - 1);
+		st->resid = st->len;
 	}
 	/*
 	 * A paced QP asks for an ACK on every packet: its packets are spread
@@ -159,19 +150,19 @@ static bool sroce_req_build(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 			   (READ_ONCE(qp->cc.limited) ||
 			    sroce_gbn_ack_req(qp->req.psn, st->first_psn,
 					      qp->comp.psn, qp->comp.window,
-					      SROCE_ACKREQ_EVERY, pos->last));
-	pkt->payload_len = pos->plen;
+					      SROCE_ACKREQ_EVERY, pos->at.last));
+	pkt->payload_len = pos->at.plen;
 	switch (w->opcode) {
 	case SROCE_WR_RDMA_WRITE:
 	case SROCE_WR_RDMA_WRITE_WITH_IMM:
 	case SROCE_WR_ATOMIC_WRITE:
 		pkt->reth.va = w->remote_addr;
 		pkt->reth.rkey = w->rkey;
-		pkt->reth.len = pos->len;
+		pkt->reth.len = st->len;
 		break;
 	case SROCE_WR_RDMA_READ:
 		/* Resumed, it asks for the rest only (sroce_sendq.h). */
-		sroce_read_rereq(w->remote_addr, pos->len, pos->off,
+		sroce_read_rereq(w->remote_addr, st->len, pos->at.off,
 				 &pkt->reth.va, &pkt->reth.len);
 		pkt->reth.rkey = w->rkey;
 		break;
@@ -206,8 +197,8 @@ static void sroce_req_advance(struct sroce_qp *qp,
 	/* Below the highest PSN ever sent: this packet is a retransmission. */
 	bool resent = !pos->uc && sroce_psn_before(pkt->bth.psn, qp->req.psn_hi);
 
-	if (pos->last) {
-		qp->req.psn = sroce_psn_add(st->first_psn, pos->npsn);
+	if (pos->at.last) {
+		qp->req.psn = sroce_psn_add(st->first_psn, pos->at.npsn);
 		qp->req.offset = 0;
 		qp->req.cur++;
 		/* UC is unacknowledged: sent is done. */
@@ -216,7 +207,7 @@ static void sroce_req_advance(struct sroce_qp *qp,
 			qp->req.rd_atomic++;
 	} else {
 		qp->req.psn = sroce_psn_add(qp->req.psn, 1);
-		qp->req.offset += pos->plen;
+		qp->req.offset += pos->at.plen;
 	}
 	if (resent) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_RETRANS_PKTS);
@@ -229,7 +220,7 @@ static void sroce_req_advance(struct sroce_qp *qp,
 	}
 	if (sroce_psn_after(qp->req.psn, qp->req.psn_hi))
 		qp->req.psn_hi = qp->req.psn;
-	sroce_cc_sent(qp, pos->plen, sroce_wire_len(qp, pkt));
+	sroce_cc_sent(qp, pos->at.plen, sroce_wire_len(qp, pkt));
 	if (!pos->uc)
 		qp->comp.sent_j = jiffies;
 	/* The ACK timeout runs from the newest packet that asks for an ACK. */
@@ -258,12 +249,12 @@ static int sroce_req_send(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 		return 0;
 	}
 	if (w->opcode == SROCE_WR_ATOMIC_WRITE) {
-		if (pos->plen >= SROCE_ATOMIC_WRITE_LEN)
+		if (pos->at.plen >= SROCE_ATOMIC_WRITE_LEN)
 			memcpy(tp->payload, &w->compare_add,
 			       SROCE_ATOMIC_WRITE_LEN);
-	} else if (pos->plen) {
-		status = sroce_wqe_data(qp, w, pos->off, tp->payload, pos->plen,
-					SROCE_FROM_MR, 0);
+	} else if (pos->at.plen) {
+		status = sroce_wqe_data(qp, w, pos->at.off, tp->payload,
+					pos->at.plen, SROCE_FROM_MR, 0);
 	}
 	/*
 	 * Done with the shadow slot: a fetch may refill it. Pairs with
@@ -276,7 +267,7 @@ static int sroce_req_send(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 		return 1;
 	}
 	sroce_tx_send(qp, tp);
-	if (pos->uc && pos->last) {
+	if (pos->uc && pos->at.last) {
 		spin_lock_bh(&qp->sq_lock);
 		if ((s32)(pos->idx - qp->comp.idx) >= 0 &&
 		    st->state == SROCE_WQE_DONE && st->status == IB_WC_SUCCESS)

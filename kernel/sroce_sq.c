@@ -16,7 +16,7 @@
 #include "sroce_transport.h"
 #include "proto/sroce_wr.h"
 
-u32 sroce_wqe_len(const struct sroce_send_wqe *w)
+static u32 sroce_wqe_len(const struct sroce_send_wqe *w)
 {
 	const struct sroce_sge *sge = (const void *)(w + 1);
 	u64 len = 0;
@@ -54,17 +54,19 @@ int sroce_wqe_data(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 
 /*
  * Copy a WQE from the SQ ring into the shadow, validating what the kernel
- * relies on. Returns false (and leaves fetched alone) if the ring content
+ * relies on, and start its state @st (its length, computed once here, and
+ * kind). Returns false (and leaves fetched alone) if the ring content
  * is invalid; the caller completes it with an error.
  */
-static bool sroce_sq_fetch_one(struct sroce_qp *qp, u32 idx)
+static bool sroce_sq_fetch_one(struct sroce_qp *qp, u32 idx,
+			       struct sroce_wqe_st *st)
 {
 	const u8 *src = sroce_queue_slot(&qp->sq, idx);
 	u8 *dst = sroce_sq_shadow(qp, idx);
 	struct sroce_send_wqe *w = (void *)dst;
 	u32 slot = sroce_queue_slot_size(&qp->sq);
 	struct sroce_send_wqe hdr;
-	u32 body;
+	u32 body, len;
 
 	BUILD_BUG_ON(sizeof(hdr) != SROCE_SEND_WQE_HDR_SIZE);
 	/*
@@ -90,6 +92,7 @@ static bool sroce_sq_fetch_one(struct sroce_qp *qp, u32 idx)
 	memcpy(w, &hdr, sizeof(hdr));
 	memcpy(dst + SROCE_SEND_WQE_HDR_SIZE, src + SROCE_SEND_WQE_HDR_SIZE,
 	       body);
+	len = sroce_wqe_len(w);
 	/*
 	 * The opcode table (include/sroce-abi.h): what this QP type may post;
 	 * MRs by index only from the kernel's own rings; a READ's and an
@@ -100,8 +103,7 @@ static bool sroce_sq_fetch_one(struct sroce_qp *qp, u32 idx)
 	    (qp->is_user && sroce_wr_in(w->opcode, SROCE_WR_KERNEL_OPS)) ||
 	    (w->flags & SROCE_SEND_INLINE &&
 	     sroce_wr_in(w->opcode, SROCE_WR_RD_ATOMIC_OPS)) ||
-	    (sroce_wr_in(w->opcode, SROCE_WR_ATOMIC_OPS) &&
-	     sroce_wqe_len(w) < 8))
+	    (sroce_wr_in(w->opcode, SROCE_WR_ATOMIC_OPS) && len < 8))
 		return false;
 	if (sroce_qp_is_ud(qp)) {
 		struct sroce_ud_dest *d;
@@ -118,7 +120,10 @@ static bool sroce_sq_fetch_one(struct sroce_qp *qp, u32 idx)
 		d->qkey = w->remote_qkey & 0x80000000 ? qp->attr.qkey :
 			  w->remote_qkey;
 	}
-	return sroce_wqe_len(w) != U32_MAX;
+	if (len == U32_MAX)
+		return false;
+	sroce_wqe_st_init(st, len, sroce_wqe_kind_of(w->opcode));
+	return true;
 }
 
 /*
@@ -146,12 +151,7 @@ bool sroce_sq_fetch(struct sroce_qp *qp)
 		u32 idx = qp->req.fetched;
 		struct sroce_wqe_st *st = sroce_wst(qp, idx);
 
-		if (sroce_sq_fetch_one(qp, idx)) {
-			const struct sroce_send_wqe *w = sroce_sq_shadow(qp, idx);
-
-			sroce_wqe_st_init(st, sroce_wqe_len(w),
-					  sroce_wqe_kind_of(w->opcode));
-		} else {
+		if (!sroce_sq_fetch_one(qp, idx, st)) {
 			sroce_wqe_st_init(st, 0, SROCE_WQEK_LOCAL);
 			st->state = SROCE_WQE_DONE;
 			st->status = IB_WC_LOC_QP_OP_ERR;

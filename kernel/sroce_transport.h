@@ -60,7 +60,6 @@ void sroce_req_stop(struct sroce_qp *qp);
 void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline);
 
 /* sroce_sq.c: the send queue's shadow, fetch and flush */
-u32 sroce_wqe_len(const struct sroce_send_wqe *w);
 int sroce_wqe_data(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 		   u32 off, void *buf, u32 len, enum sroce_copy_dir dir,
 		   int access);

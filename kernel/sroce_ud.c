@@ -40,13 +40,14 @@ static void sroce_ud_route(struct sroce_qp *qp,
 }
 
 /*
- * The headers of WQE @w's one packet to @d (the PSN is set already).
- * Returns 0 or the ib_wc_status the WQE completes with.
+ * The headers of WQE @w's one packet of @len bytes to @d (the PSN is set
+ * already). Returns 0 or the ib_wc_status the WQE completes with.
  */
 static int sroce_ud_build(struct sroce_qp *qp, const struct sroce_send_wqe *w,
-			  const struct sroce_ud_dest *d, struct sroce_pkt *pkt)
+			  u32 len, const struct sroce_ud_dest *d,
+			  struct sroce_pkt *pkt)
 {
-	u32 len = sroce_wqe_len(w), mtu;
+	u32 mtu;
 	int op;
 
 	mtu = sroce_ib_mtu_bytes(sroce_ib_mtu_for_netdev(READ_ONCE(qp->sdev->ndev->mtu)));
@@ -103,16 +104,16 @@ int sroce_ud_send_one(struct sroce_qp *qp)
 		return 1;
 	}
 	dest = qp->ud_dest[idx & (qp->sq.num_slots - 1)];
+	len = st->len;
 	pkt->bth.psn = qp->req.psn;
 	qp->req.psn = sroce_psn_add(qp->req.psn, 1);
 	qp->req.busy_idx = idx;
 	qp->req.busy = true;
 	spin_unlock_bh(&qp->sq_lock);
 
-	status = sroce_ud_build(qp, w, &dest, pkt);
+	status = sroce_ud_build(qp, w, len, &dest, pkt);
 	if (status)
 		goto done;
-	len = pkt->payload_len;
 	sroce_ud_route(qp, &dest);
 	if (sroce_tx_alloc(qp, &tp, GFP_KERNEL)) {
 		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);

@@ -314,24 +314,10 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			*bad_wr = wr;
 			return EINVAL;
 		}
-		ring_producer &p = *sq.ring;
-		uint32_t room = p.free_slots();
-
-		for (; wr; wr = wr->next) {
-			if (n == room) {
-				room = p.free_slots();
-				if (n == room) {
-					ret = ENOMEM;
-					break;
-				}
-			}
-			ret = encode_send_wqe(*q, *wr, p.next(n));
-			if (ret)
-				break;
-			n++;
-		}
-		if (n)
-			p.publish(n);
+		ret = sq.ring->produce(wr, n,
+				       [q](const struct ibv_send_wr &w, void *slot) {
+					       return encode_send_wqe(*q, w, slot);
+				       });
 	}
 
 	if (ret)
@@ -358,28 +344,10 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 int produce_recv(recv_queue &rq, struct ibv_recv_wr *&wr,
 		 uint32_t &posted) noexcept
 {
-	ring_producer &p = *rq.ring;
-	uint32_t room = p.free_slots();
-	uint32_t n = 0;
-	int ret = 0;
-
-	for (; wr; wr = wr->next) {
-		if (n == room) {
-			room = p.free_slots();
-			if (n == room) {
-				ret = ENOMEM;
-				break;
-			}
-		}
-		ret = encode_recv_wqe(rq, *wr, p.next(n));
-		if (ret)
-			break;
-		n++;
-	}
-	if (n)
-		p.publish(n);
-	posted = n;
-	return ret;
+	return rq.ring->produce(wr, posted,
+				[&rq](const struct ibv_recv_wr &w, void *slot) {
+					return encode_recv_wqe(rq, w, slot);
+				});
 }
 
 int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,

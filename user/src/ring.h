@@ -24,6 +24,7 @@
 #include "abi.h"
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -229,6 +230,40 @@ public:
 	{
 		prod_ += count;
 		r_.store_producer(prod_);
+	}
+
+	/*
+	 * Post a linked list of work requests (anything with a next
+	 * pointer), one slot each: encode(request, slot) returns 0 or an
+	 * errno. The consumer index is re-read once when the room seen first
+	 * runs out, and what was written is published in one store. Returns
+	 * 0, the encoder's error or ENOMEM (the ring is full); wr is left at
+	 * the first request not posted and posted counts the others.
+	 */
+	template <typename Wr, typename Encode>
+	int produce(Wr *&wr, uint32_t &posted, Encode &&encode) noexcept
+	{
+		uint32_t room = free_slots();
+		uint32_t n = 0;
+		int ret = 0;
+
+		for (; wr; wr = wr->next) {
+			if (n == room) {
+				room = free_slots();
+				if (n == room) {
+					ret = ENOMEM;
+					break;
+				}
+			}
+			ret = encode(*wr, next(n));
+			if (ret)
+				break;
+			n++;
+		}
+		if (n)
+			publish(n);
+		posted = n;
+		return ret;
 	}
 
 	uint32_t index() const noexcept

@@ -9,6 +9,7 @@
 #define SROCE_TEST_FAKE_RINGS_H
 
 #include "cq.h"
+#include "fake_queue.h"
 #include "qp.h"
 #include "util.h"
 
@@ -30,68 +31,6 @@ constexpr uint32_t log2_ceil(uint64_t v)
 		s++;
 	return s;
 }
-
-/* Header + num_slots slots of 1 << shift bytes, indices starting at start. */
-struct fake_queue {
-	std::vector<uint64_t> mem;
-
-	fake_queue(uint32_t num_slots, uint32_t shift, uint32_t start = 0) :
-		mem((SROCE_QUEUE_DATA_OFFSET + (size_t{num_slots} << shift)) /
-		    8)
-	{
-		hdr()->num_slots = num_slots;
-		hdr()->slot_shift = shift;
-		hdr()->producer = start;
-		hdr()->consumer = start;
-	}
-	sroce_queue_hdr *hdr()
-	{
-		return reinterpret_cast<sroce_queue_hdr *>(mem.data());
-	}
-	void *base()
-	{
-		return mem.data();
-	}
-	size_t len() const
-	{
-		return mem.size() * 8;
-	}
-	uint32_t num_slots()
-	{
-		return hdr()->num_slots;
-	}
-	size_t slot_size()
-	{
-		return size_t{1} << hdr()->slot_shift;
-	}
-	unsigned char *slot(uint32_t idx)
-	{
-		return reinterpret_cast<unsigned char *>(mem.data()) +
-		       SROCE_QUEUE_DATA_OFFSET +
-		       (size_t{idx & (num_slots() - 1)} << hdr()->slot_shift);
-	}
-	/* The kernel's view of the two indices. */
-	uint32_t producer()
-	{
-		return std::atomic_ref<uint32_t>(hdr()->producer)
-			.load(std::memory_order_acquire);
-	}
-	uint32_t consumer()
-	{
-		return std::atomic_ref<uint32_t>(hdr()->consumer)
-			.load(std::memory_order_acquire);
-	}
-	void set_producer(uint32_t v)
-	{
-		std::atomic_ref<uint32_t>(hdr()->producer)
-			.store(v, std::memory_order_release);
-	}
-	void set_consumer(uint32_t v)
-	{
-		std::atomic_ref<uint32_t>(hdr()->consumer)
-			.store(v, std::memory_order_release);
-	}
-};
 
 /* The SQ slot size the kernel picks for these caps. */
 inline uint32_t sq_shift(const ibv_qp_cap &cap)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "fake_queue.h"
 #include "ring.h"
 
 #include <gtest/gtest.h>
@@ -14,35 +15,7 @@ namespace
 using namespace sroce;
 namespace ri = sroce::ring_index;
 
-/* A fake kernel mapping: header + num_slots slots of 1 << shift bytes. */
-struct fake_queue {
-	std::vector<uint64_t> mem;
-
-	fake_queue(uint32_t num_slots, uint32_t shift, uint32_t start = 0) :
-		mem((SROCE_QUEUE_DATA_OFFSET + (size_t{num_slots} << shift)) /
-			    8 +
-		    1)
-	{
-		hdr()->num_slots = num_slots;
-		hdr()->slot_shift = shift;
-		hdr()->producer = start;
-		hdr()->consumer = start;
-	}
-	sroce_queue_hdr *hdr()
-	{
-		return reinterpret_cast<sroce_queue_hdr *>(mem.data());
-	}
-	size_t len() const
-	{
-		return mem.size() * 8;
-	}
-	ring attach(size_t min_slot = 1)
-	{
-		auto r = ring::attach(mem.data(), len(), min_slot);
-		EXPECT_TRUE(r.has_value());
-		return *r;
-	}
-};
+using test::fake_queue;
 
 TEST(RingIndex, Pow2)
 {

@@ -65,6 +65,25 @@ struct ParentDomain : ::testing::Test {
 		a.pd_context = this;
 		return alloc_parent_domain(p.context(), &a);
 	}
+
+	/*
+	 * The first command sent since the last drain is a Req of this
+	 * command number naming the PD (handle 7); alone: nothing follows.
+	 */
+	template <typename Req>
+	void expect_cmd_on_the_pd(uint32_t command, bool alone = false)
+	{
+		const std::vector<unsigned char> b = p.drain();
+		const size_t len = sizeof(ib_uverbs_cmd_hdr) + sizeof(Req);
+
+		ASSERT_GE(b.size(), len);
+		if (alone) {
+			EXPECT_EQ(b.size(), len) << "one command";
+		}
+		const auto cmd = read_cmd<Req>(b);
+		EXPECT_EQ(cmd.hdr.command, command);
+		EXPECT_EQ(cmd.req.pd_handle, 7U);
+	}
 };
 
 TEST(ParentDomainOps, AreInTheContextTable)
@@ -162,12 +181,8 @@ TEST_F(ParentDomain, PdIsBusyUntilItsParentDomainsAreGone)
 
 	/* Now it goes to the kernel, and is freed. */
 	EXPECT_EQ(dealloc_pd(&real.release()->ibv_pd), 0);
-	const std::vector<unsigned char> buf = p.drain();
-	ASSERT_EQ(buf.size(),
-		  sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_dealloc_pd));
-	const auto cmd = read_cmd<ib_uverbs_dealloc_pd>(buf);
-	EXPECT_EQ(cmd.hdr.command, unsigned{IB_USER_VERBS_CMD_DEALLOC_PD});
-	EXPECT_EQ(cmd.req.pd_handle, 7U);
+	expect_cmd_on_the_pd<ib_uverbs_dealloc_pd>(IB_USER_VERBS_CMD_DEALLOC_PD,
+						   true);
 }
 
 TEST_F(ParentDomain, OfAParentDomainStandsForTheSamePd)
@@ -224,12 +239,7 @@ TEST_F(ParentDomain, RegMrAsksForThePd)
 	ASSERT_NE(mr, nullptr);
 	EXPECT_EQ(mr->context, p.context());
 
-	const std::vector<unsigned char> b = p.drain();
-	ASSERT_GE(b.size(),
-		  sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_reg_mr));
-	const auto cmd = read_cmd<ib_uverbs_reg_mr>(b);
-	EXPECT_EQ(cmd.hdr.command, unsigned{IB_USER_VERBS_CMD_REG_MR});
-	EXPECT_EQ(cmd.req.pd_handle, 7U);
+	expect_cmd_on_the_pd<ib_uverbs_reg_mr>(IB_USER_VERBS_CMD_REG_MR);
 
 	EXPECT_EQ(dereg_mr(reinterpret_cast<verbs_mr *>(mr)), 0);
 	EXPECT_EQ(dealloc_pd(ibpd), 0);
@@ -250,12 +260,7 @@ TEST_F(ParentDomain, CreateAhAsksForThePd)
 	EXPECT_EQ(create_ah(ibpd, &attr), nullptr);
 	EXPECT_EQ(errno, EPROTO);
 
-	const std::vector<unsigned char> b = p.drain();
-	ASSERT_GE(b.size(),
-		  sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_create_ah));
-	const auto cmd = read_cmd<ib_uverbs_create_ah>(b);
-	EXPECT_EQ(cmd.hdr.command, unsigned{IB_USER_VERBS_CMD_CREATE_AH});
-	EXPECT_EQ(cmd.req.pd_handle, 7U);
+	expect_cmd_on_the_pd<ib_uverbs_create_ah>(IB_USER_VERBS_CMD_CREATE_AH);
 	EXPECT_EQ(dealloc_pd(ibpd), 0);
 }
 

@@ -32,26 +32,26 @@ add_counts() { # part logfile rc
 	[[ $rc -ne 0 || $f -ne 0 ]] && failed_parts+=("$part")
 }
 
+# One ctest directory as a part: its summary line ("100% tests passed, 0
+# tests failed out of 42") becomes the "NAME: N passed, N failed" line
+# add_counts reads.
+ctest_part() {
+	local part=$1 dir=$2 line f t rc
+	ctest --test-dir "$dir" --output-on-failure 2>&1 | tee "$LOG/$part.log"
+	rc=${PIPESTATUS[0]}
+	if line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$LOG/$part.log"); then
+		f=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+		t=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
+		echo "$part: $((t - f)) passed, $f failed" >>"$LOG/$part.log"
+	fi
+	add_counts "$part" "$LOG/$part.log" "$rc"
+}
+
 echo "=== host unit tests (ctest) ==="
-ctest --test-dir build/user --output-on-failure 2>&1 | tee "$LOG/host.log"
-rc=${PIPESTATUS[0]}
-# ctest: "100% tests passed, 0 tests failed out of 42"
-if line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$LOG/host.log"); then
-	f=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
-	t=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
-	echo "host: $((t - f)) passed, $f failed" >>"$LOG/host.log"
-fi
-add_counts host "$LOG/host.log" "$rc"
+ctest_part host build/user
 
 echo "=== protocol core host tests (ctest) ==="
-ctest --test-dir build/proto --output-on-failure 2>&1 | tee "$LOG/proto.log"
-rc=${PIPESTATUS[0]}
-if line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$LOG/proto.log"); then
-	f=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
-	t=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
-	echo "proto: $((t - f)) passed, $f failed" >>"$LOG/proto.log"
-fi
-add_counts proto "$LOG/proto.log" "$rc"
+ctest_part proto build/proto
 
 if [[ -n "${FUZZ_SECONDS:-}" ]]; then
 	echo "=== fuzzing: the parser, the transport rules (${FUZZ_SECONDS}s each) ==="

@@ -36,6 +36,16 @@ v2=$(deb_version "$updir"/sroce-dkms_*_all.deb)
 log "version 1: $v1, version 2: $v2; kernels: $kver (running), $kver2"
 dpkg --compare-versions "$v2" gt "$v1" || fail "version 2 ($v2) is not later than version 1 ($v1)"
 
+# dpkg_install NAME WHAT DEB...: dpkg -i the packages, its output kept in
+# $tmp/NAME.log and shown if it fails; how long it took is logged (DKMS
+# builds the module inside it).
+dpkg_install() {
+	local name=$1 what=$2 t0=$SECONDS
+	shift 2
+	dpkg -i "$@" >"$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log"; fail "dpkg -i $what failed"; }
+	log "dpkg -i took $((SECONDS - t0)) s"
+}
+
 # dkms_state VERSION KVER: "installed" (or built, added, ...) or nothing.
 dkms_state() {
 	dkms status -m sroce -v "$1" -k "$2" 2>/dev/null | sed -n 's/.*: *\([a-z]*\).*/\1/p' | head -n1
@@ -87,10 +97,7 @@ dpkg -r --force-depends "$hdrpkg" >"$tmp/hdr-r.log" 2>&1 || fail "dpkg -r $hdrpk
 [[ ! -e /lib/modules/$kver2/build/Makefile ]] || fail "$kver2 headers still there"
 
 subtest_begin "install version 1: DKMS builds sroce for $kver"
-t0=$SECONDS
-dpkg -i "$debdir"/sroce-dkms_*_all.deb "$debdir"/ibverbs-provider-sroce_*.deb >"$tmp/i1.log" 2>&1 ||
-	{ cat "$tmp/i1.log"; fail "dpkg -i version 1 failed"; }
-log "dpkg -i took $((SECONDS - t0)) s"
+dpkg_install i1 "version 1" "$debdir"/sroce-dkms_*_all.deb "$debdir"/ibverbs-provider-sroce_*.deb
 expect_built_for "$v1" "$kver"
 case $(dkms_state "$v1" "$kver2") in
 built | installed) fail "sroce built for $kver2 without its headers? ($(dkms status -m sroce 2>&1 | xargs))" ;;
@@ -101,16 +108,11 @@ ls /usr/lib/x86_64-linux-gnu/libibverbs/libsroce-rdmav*.so >/dev/null || fail "n
 subtest "use version 1: modprobe, two devices, ibv_rc_pingpong -c through the installed provider" traffic rc-v1 "$v1"
 
 subtest_begin "$kver2 headers installed: DKMS builds sroce for it"
-t0=$SECONDS
-dpkg -i "$hdrdeb" >"$tmp/hdr-i.log" 2>&1 || { cat "$tmp/hdr-i.log"; fail "dpkg -i $hdrdeb failed"; }
-log "dpkg -i took $((SECONDS - t0)) s"
+dpkg_install hdr-i "$hdrdeb" "$hdrdeb"
 expect_built_for "$v1" "$kver2"
 
 subtest_begin "upgrade to version 2: rebuilt for both kernels, version 1 gone"
-t0=$SECONDS
-dpkg -i "$updir"/sroce-dkms_*_all.deb "$updir"/ibverbs-provider-sroce_*.deb >"$tmp/i2.log" 2>&1 ||
-	{ cat "$tmp/i2.log"; fail "dpkg -i version 2 failed"; }
-log "dpkg -i took $((SECONDS - t0)) s"
+dpkg_install i2 "version 2" "$updir"/sroce-dkms_*_all.deb "$updir"/ibverbs-provider-sroce_*.deb
 expect_built_for "$v2" "$kver"
 expect_built_for "$v2" "$kver2"
 [[ -z $(dkms status -m sroce -v "$v1" 2>/dev/null) ]] || fail "version 1 still in dkms: $(dkms status -m sroce -v "$v1")"

@@ -351,21 +351,30 @@ out:
 /* the pacer                                                              */
 
 /*
+ * When the limited QP's next packet is due (ktime_get_ns() clock), or 0
+ * if it is due now or the reaction point is off.
+ */
+static u64 sroce_cc_due_at(struct sroce_qp *qp)
+{
+	u64 next = READ_ONCE(qp->cc.next_ns);
+
+	if (!READ_ONCE(sroce_cc_params(qp)->rp_enable))
+		return 0;
+	return (s64)(next - ktime_get_ns()) > 0 ? next : 0;
+}
+
+/*
  * The QP is limited: true if its next packet is not due yet, with the
  * pacer armed to kick the requester when it is. sq_lock held.
  */
 bool sroce_cc_pace_wait_slow(struct sroce_qp *qp)
 {
-	struct sroce_cc_qp *cc = &qp->cc;
-	u64 now, next = READ_ONCE(cc->next_ns);
+	u64 next = sroce_cc_due_at(qp);
 
-	if (!READ_ONCE(sroce_cc_params(qp)->rp_enable))
-		return false;
-	now = ktime_get_ns();
-	if ((s64)(next - now) <= 0)
+	if (!next)
 		return false;
 	if (!test_bit(SROCE_QPF_DYING, &qp->flags))
-		hrtimer_start(&cc->pace_timer, ns_to_ktime(next),
+		hrtimer_start(&qp->cc.pace_timer, ns_to_ktime(next),
 			      HRTIMER_MODE_ABS_SOFT);
 	return true;
 }
@@ -380,12 +389,9 @@ bool sroce_cc_pace_wait_slow(struct sroce_qp *qp)
 bool sroce_cc_resp_wait_slow(struct sroce_qp *qp)
 {
 	struct sroce_cc_qp *cc = &qp->cc;
-	u64 now, next = READ_ONCE(cc->next_ns);
+	u64 next = sroce_cc_due_at(qp);
 
-	if (!READ_ONCE(sroce_cc_params(qp)->rp_enable))
-		return false;
-	now = ktime_get_ns();
-	if ((s64)(next - now) <= 0)
+	if (!next)
 		return false;
 	spin_lock(&cc->lock);
 	WRITE_ONCE(cc->resp_wait, true);

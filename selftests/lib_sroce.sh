@@ -896,10 +896,12 @@ sr_pp_topology() {
 	log "GIDs: $da v4 #$ga4 v6 #$ga6; $db v4 #$gb4 v6 #$gb6; $dl v4 #$gl4 v6 #$gl6"
 }
 
-# sr_pp_begin PROG FIRST_PORT: what a pingpong test (rc_, uc_, ud_,
-# srq_pingpong.sh) needs before its topology: root, the test VM, the
-# programs (PROG among them); $tmp (removed at exit), $failures (0) and
-# $next_port (FIRST_PORT), which sr_pp uses.
+# sr_pp_begin PROG FIRST_PORT [SRV_LIMIT CLI_LIMIT [nqp]]: what a pingpong
+# test (rc_, uc_, ud_, srq_pingpong.sh) needs before its topology: root,
+# the test VM, the programs (PROG among them); $tmp (removed at exit),
+# $failures (0) and $next_port (FIRST_PORT), which sr_pp uses. The
+# limits (seconds, 150 and 120 by default) and "nqp" are for sr_pp4 and
+# its siblings.
 # shellcheck disable=SC2034 # the variables are the caller's
 sr_pp_begin() {
 	[[ $EUID == 0 ]] || skip "needs root"
@@ -909,6 +911,34 @@ sr_pp_begin() {
 	defer rm -rf "$tmp"
 	failures=0
 	next_port=$2
+	SR_PP_PROG=$1 SR_PP_LIMITS=("${3:-150}" "${4:-120}") SR_PP_NQP=${5:-}
+}
+
+# sr_pp4 / sr_pp6 / sr_ppl4 / sr_ppl6 TAG SIZE ITERS [NQP] [ARGS...]: one
+# sr_pp exchange of sr_pp_begin's program under its limits, between
+# sr_pp_topology's A (server) and B (client) over their IPv4 / IPv6 GIDs,
+# or on the loopback device over its IPv4 / IPv6 GID. NQP is there if
+# sr_pp_begin was given "nqp".
+sr_pp4() { _sr_pp_at v4 "$@"; }
+sr_pp6() { _sr_pp_at v6 "$@"; }
+sr_ppl4() { _sr_pp_at l4 "$@"; }
+sr_ppl6() { _sr_pp_at l6 "$@"; }
+# shellcheck disable=SC2154 # the topology's variables are the caller's
+_sr_pp_at() {
+	local where=$1 tag=$2 size=$3 iters=$4 nqp=''
+	local -a ends
+	shift 4
+	if [[ -n $SR_PP_NQP ]]; then
+		nqp=$1
+		shift
+	fi
+	case $where in
+	v4) ends=("$nsa" "$da" "$ga4" "$nsb" "$db" "$gb4" "$srv4" "$v4a" "$v4b") ;;
+	v6) ends=("$nsa" "$da" "$ga6" "$nsb" "$db" "$gb6" "$srv6" "$v6a" "$v6b") ;;
+	l4) ends=("$nsl" "$dl" "$gl4" "$nsl" "$dl" "$gl4" "$srvl" "$v4l" "$v4l") ;;
+	l6) ends=("$nsl" "$dl" "$gl6" "$nsl" "$dl" "$gl6" "$srvl" "$v6l" "$v6l") ;;
+	esac
+	sr_pp "$SR_PP_PROG" "${SR_PP_LIMITS[@]}" "$tag" "$size" "$iters" "$nqp" "${ends[@]}" "$@"
 }
 
 # sr_pp_mtu4096: raise the MTU of sr_pp_topology's $mtu_dev and $mtu_peer to

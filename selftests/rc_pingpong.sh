@@ -26,7 +26,7 @@ SR_TAG=pp
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 backend=${SROCE_RC_BACKEND:-sroce}
-sr_pp_begin ibv_rc_pingpong 18600
+sr_pp_begin ibv_rc_pingpong 18600 150 120
 
 # --- topology ---------------------------------------------------------------------
 # Each "side" of an exchange: namespace, device, GID index, and (for the
@@ -34,52 +34,43 @@ sr_pp_begin ibv_rc_pingpong 18600
 sr_pp_topology "$backend"
 sr_dmesg_mark
 
-# --- one exchange -------------------------------------------------------------------
-
-# pp TAG SIZE ITERS SNS SDEV SGID CNS CDEV CGID ADDR SADDR CADDR [ARGS...]:
-# one ibv_rc_pingpong exchange, checked (sr_pp in lib_sroce.sh).
-pp() { sr_pp ibv_rc_pingpong 150 120 "$1" "$2" "$3" '' "${@:4}"; }
-
-# Shorthands: A (server) <-> B (client) over IPv4 / IPv6, and the loopback device.
-pp4() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga4" "$nsb" "$db" "$gb4" "$srv4" "$v4a" "$v4b" "${@:4}"; }
-pp6() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga6" "$nsb" "$db" "$gb6" "$srv6" "$v6a" "$v6b" "${@:4}"; }
-ppl() { pp "$1" "$2" "$3" "$nsl" "$dl" "$gl4" "$nsl" "$dl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:4}"; }
-
+# sr_pp4 / sr_pp6 (A serves B over IPv4 / IPv6) and sr_ppl4 / sr_ppl6 (the
+# loopback device) TAG SIZE ITERS [ARGS...]: one exchange, checked (lib_sroce.sh).
 # Iterations: TCG moves some 30-70 MB/s; keep each run to a few seconds.
 log "=== two namespaces, IPv4 GIDs"
-pp4 v4-1 1 200 -c
-sr_more_case v4-64 && pp4 v4-64 64 200 -c
-sr_more_case v4-4k && pp4 v4-4k 4096 100 -c
-pp4 v4-64k 65536 30 -c
-pp4 v4-1m 1048576 6 -c
-pp4 v4-events 4096 100 -c -e
-sr_more_case v4-events-64k && pp4 v4-events-64k 65536 20 -c -e
-pp4 v4-wrapi 4096 100 -c -N
-pp4 v4-rxdepth 64 300 -c -r 16
+sr_pp4 v4-1 1 200 -c
+sr_more_case v4-64 && sr_pp4 v4-64 64 200 -c
+sr_more_case v4-4k && sr_pp4 v4-4k 4096 100 -c
+sr_pp4 v4-64k 65536 30 -c
+sr_pp4 v4-1m 1048576 6 -c
+sr_pp4 v4-events 4096 100 -c -e
+sr_more_case v4-events-64k && sr_pp4 v4-events-64k 65536 20 -c -e
+sr_pp4 v4-wrapi 4096 100 -c -N
+sr_pp4 v4-rxdepth 64 300 -c -r 16
 
 log "=== two namespaces, IPv6 GIDs"
-sr_more_case v6-1 && pp6 v6-1 1 200 -c
-sr_more_case v6-4k && pp6 v6-4k 4096 100 -c
-pp6 v6-64k 65536 30 -c
-pp6 v6-1m 1048576 6 -c -e
+sr_more_case v6-1 && sr_pp6 v6-1 1 200 -c
+sr_more_case v6-4k && sr_pp6 v6-4k 4096 100 -c
+sr_pp6 v6-64k 65536 30 -c
+sr_pp6 v6-1m 1048576 6 -c -e
 
 log "=== one device looping back"
-sr_more_case lo-1 && ppl lo-1 1 200 -c
-sr_more_case lo-4k && ppl lo-4k 4096 100 -c
-ppl lo-64k 65536 30 -c
-ppl lo-1m 1048576 6 -c
-ppl lo-events 4096 100 -c -e
+sr_more_case lo-1 && sr_ppl4 lo-1 1 200 -c
+sr_more_case lo-4k && sr_ppl4 lo-4k 4096 100 -c
+sr_ppl4 lo-64k 65536 30 -c
+sr_ppl4 lo-1m 1048576 6 -c
+sr_ppl4 lo-events 4096 100 -c -e
 
 log "=== path MTU 1024 (netdev MTU 1500)"
-pp4 mtu1024-64k 65536 20 -c -m 1024
-pp6 mtu1024-v6-4k 4096 50 -c -m 1024
+sr_pp4 mtu1024-64k 65536 20 -c -m 1024
+sr_pp6 mtu1024-v6-4k 4096 50 -c -m 1024
 
 log "=== path MTU 4096 (netdev MTU 9000)"
 sr_pp_mtu4096
-pp4 mtu4096-4k 4096 50 -c -m 4096
-pp4 mtu4096-64k 65536 20 -c -m 4096
-pp4 mtu4096-1m 1048576 6 -c -m 4096
-pp6 mtu4096-v6-64k 65536 20 -c -m 4096 -e
+sr_pp4 mtu4096-4k 4096 50 -c -m 4096
+sr_pp4 mtu4096-64k 65536 20 -c -m 4096
+sr_pp4 mtu4096-1m 1048576 6 -c -m 4096
+sr_pp6 mtu4096-v6-64k 65536 20 -c -m 4096 -e
 
 sr_pp_end "ibv_rc_pingpong run(s)"
 log "all ibv_rc_pingpong runs passed on $backend"

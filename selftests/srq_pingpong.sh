@@ -30,46 +30,36 @@ SR_TAG=srq
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
-sr_pp_begin ibv_srq_pingpong 18800
+sr_pp_begin ibv_srq_pingpong 18800 150 120 nqp
 
 # --- topology ---------------------------------------------------------------------
 sr_pp_topology sroce
 sr_dmesg_mark
 
-# --- one exchange -------------------------------------------------------------------
-
-# pp TAG SIZE ITERS NQP SNS SDEV SGID CNS CDEV CGID ADDR SADDR CADDR [ARGS...]:
-# one ibv_srq_pingpong exchange with NQP QPs, checked (sr_pp in lib_sroce.sh).
-pp() { sr_pp ibv_srq_pingpong 150 120 "$@"; }
-
-# Shorthands: A (server) <-> B (client) over IPv4 / IPv6, and the loopback device.
-pp4() { pp "$1" "$2" "$3" "$4" "$nsa" "$da" "$ga4" "$nsb" "$db" "$gb4" "$srv4" "$v4a" "$v4b" "${@:5}"; }
-pp6() { pp "$1" "$2" "$3" "$4" "$nsa" "$da" "$ga6" "$nsb" "$db" "$gb6" "$srv6" "$v6a" "$v6b" "${@:5}"; }
-ppl4() { pp "$1" "$2" "$3" "$4" "$nsl" "$dl" "$gl4" "$nsl" "$dl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:5}"; }
-ppl6() { pp "$1" "$2" "$3" "$4" "$nsl" "$dl" "$gl6" "$nsl" "$dl" "$gl6" "$srvl" "$v6l" "$v6l" "${@:5}"; }
-
+# sr_pp4 / sr_pp6 (A serves B over IPv4 / IPv6) and sr_ppl4 / sr_ppl6 (the
+# loopback device) TAG SIZE ITERS NQP [ARGS...]: one exchange, checked (lib_sroce.sh).
 # Iterations: TCG moves some 30-70 MB/s; keep each run to a few seconds.
 log "=== two namespaces, IPv4 GIDs"
-pp4 v4-q1 64 200 1 -c
-sr_more_case v4-q4-1 && pp4 v4-q4-1 1 400 4 -c
-sr_more_case v4-q4-4k && pp4 v4-q4-4k 4096 200 4 -c
-pp4 v4-q4-64k 65536 40 4 -c
-pp4 v4-q16 1024 400 16 -c
-pp4 v4-q4-shallow 64 400 4 -c -r 8
-pp4 v4-q4-events 4096 200 4 -c -e
-sr_more_case v4-q4-events-64k && pp4 v4-q4-events-64k 65536 32 4 -c -e
+sr_pp4 v4-q1 64 200 1 -c
+sr_more_case v4-q4-1 && sr_pp4 v4-q4-1 1 400 4 -c
+sr_more_case v4-q4-4k && sr_pp4 v4-q4-4k 4096 200 4 -c
+sr_pp4 v4-q4-64k 65536 40 4 -c
+sr_pp4 v4-q16 1024 400 16 -c
+sr_pp4 v4-q4-shallow 64 400 4 -c -r 8
+sr_pp4 v4-q4-events 4096 200 4 -c -e
+sr_more_case v4-q4-events-64k && sr_pp4 v4-q4-events-64k 65536 32 4 -c -e
 
 log "=== two namespaces, IPv6 GIDs"
-sr_more_case v6-q4-1 && pp6 v6-q4-1 1 400 4 -c
-pp6 v6-q4-64k 65536 40 4 -c
-pp6 v6-q8-events 4096 200 8 -c -e -r 16
+sr_more_case v6-q4-1 && sr_pp6 v6-q4-1 1 400 4 -c
+sr_pp6 v6-q4-64k 65536 40 4 -c
+sr_pp6 v6-q8-events 4096 200 8 -c -e -r 16
 
 log "=== one device looping back"
-sr_more_case lo-v4-q4-4k && ppl4 lo-v4-q4-4k 4096 200 4 -c
-ppl4 lo-v4-q4-64k 65536 40 4 -c
-ppl4 lo-v4-q4-events 1024 200 4 -c -e -r 8
-sr_more_case lo-v6-q4-64k && ppl6 lo-v6-q4-64k 65536 40 4 -c
-ppl6 lo-v6-q16-events 64 400 16 -c -e
+sr_more_case lo-v4-q4-4k && sr_ppl4 lo-v4-q4-4k 4096 200 4 -c
+sr_ppl4 lo-v4-q4-64k 65536 40 4 -c
+sr_ppl4 lo-v4-q4-events 1024 200 4 -c -e -r 8
+sr_more_case lo-v6-q4-64k && sr_ppl6 lo-v6-q4-64k 65536 40 4 -c
+sr_ppl6 lo-v6-q16-events 64 400 16 -c -e
 
 # sroce_e2e_srq (user/tests/e2e_srq.cpp): what ibv_srq_pingpong cannot see.
 sr_pp_e2e sroce_e2e_srq 300

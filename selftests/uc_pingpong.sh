@@ -24,54 +24,44 @@ SR_TAG=uc
 # shellcheck source=selftests/lib_sroce.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
-sr_pp_begin ibv_uc_pingpong 18900
+sr_pp_begin ibv_uc_pingpong 18900 150 120
 
 # --- topology ---------------------------------------------------------------------
 sr_pp_topology sroce
 sr_dmesg_mark
 
-# --- one exchange -------------------------------------------------------------------
-
-# pp TAG SIZE ITERS SNS SDEV SGID CNS CDEV CGID ADDR SADDR CADDR [ARGS...]:
-# one ibv_uc_pingpong exchange, checked (sr_pp in lib_sroce.sh).
-pp() { sr_pp ibv_uc_pingpong 150 120 "$1" "$2" "$3" '' "${@:4}"; }
-
-# Shorthands: A (server) <-> B (client) over IPv4 / IPv6, and the loopback device.
-pp4() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga4" "$nsb" "$db" "$gb4" "$srv4" "$v4a" "$v4b" "${@:4}"; }
-pp6() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga6" "$nsb" "$db" "$gb6" "$srv6" "$v6a" "$v6b" "${@:4}"; }
-ppl4() { pp "$1" "$2" "$3" "$nsl" "$dl" "$gl4" "$nsl" "$dl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:4}"; }
-ppl6() { pp "$1" "$2" "$3" "$nsl" "$dl" "$gl6" "$nsl" "$dl" "$gl6" "$srvl" "$v6l" "$v6l" "${@:4}"; }
-
+# sr_pp4 / sr_pp6 (A serves B over IPv4 / IPv6) and sr_ppl4 / sr_ppl6 (the
+# loopback device) TAG SIZE ITERS [ARGS...]: one exchange, checked (lib_sroce.sh).
 # Iterations: TCG moves some 30-70 MB/s; keep each run to a few seconds.
 log "=== two namespaces, IPv4 GIDs"
-pp4 v4-1 1 200 -c
-sr_more_case v4-64 && pp4 v4-64 64 200 -c
-pp4 v4-1k 1024 200 -c
-sr_more_case v4-4k && pp4 v4-4k 4096 100 -c
-pp4 v4-64k 65536 30 -c
-pp4 v4-events 4096 100 -c -e
-sr_more_case v4-events-64k && pp4 v4-events-64k 65536 20 -c -e
-pp4 v4-rxdepth 64 300 -c -r 4
+sr_pp4 v4-1 1 200 -c
+sr_more_case v4-64 && sr_pp4 v4-64 64 200 -c
+sr_pp4 v4-1k 1024 200 -c
+sr_more_case v4-4k && sr_pp4 v4-4k 4096 100 -c
+sr_pp4 v4-64k 65536 30 -c
+sr_pp4 v4-events 4096 100 -c -e
+sr_more_case v4-events-64k && sr_pp4 v4-events-64k 65536 20 -c -e
+sr_pp4 v4-rxdepth 64 300 -c -r 4
 
 log "=== two namespaces, IPv6 GIDs"
-sr_more_case v6-1 && pp6 v6-1 1 200 -c
-pp6 v6-4k 4096 100 -c
-pp6 v6-64k 65536 30 -c
-sr_more_case v6-events && pp6 v6-events 1000 100 -c -e
+sr_more_case v6-1 && sr_pp6 v6-1 1 200 -c
+sr_pp6 v6-4k 4096 100 -c
+sr_pp6 v6-64k 65536 30 -c
+sr_more_case v6-events && sr_pp6 v6-events 1000 100 -c -e
 
 log "=== one device looping back"
-ppl4 lo-v4-1 1 200 -c
-sr_more_case lo-v4-4k && ppl4 lo-v4-4k 4096 100 -c
-ppl4 lo-v4-64k 65536 30 -c
-sr_more_case lo-v4-events && ppl4 lo-v4-events 4096 100 -c -e
-sr_more_case lo-v6-64k && ppl6 lo-v6-64k 65536 30 -c
-ppl6 lo-v6-events 100 200 -c -e
+sr_ppl4 lo-v4-1 1 200 -c
+sr_more_case lo-v4-4k && sr_ppl4 lo-v4-4k 4096 100 -c
+sr_ppl4 lo-v4-64k 65536 30 -c
+sr_more_case lo-v4-events && sr_ppl4 lo-v4-events 4096 100 -c -e
+sr_more_case lo-v6-64k && sr_ppl6 lo-v6-64k 65536 30 -c
+sr_ppl6 lo-v6-events 100 200 -c -e
 
 log "=== path MTU 4096 (netdev MTU 9000)"
 sr_pp_mtu4096
-sr_more_case mtu4096-4k && pp4 mtu4096-4k 4096 50 -c -m 4096
-pp4 mtu4096-64k 65536 20 -c -m 4096
-pp6 mtu4096-v6-64k 65536 20 -c -m 4096 -e
+sr_more_case mtu4096-4k && sr_pp4 mtu4096-4k 4096 50 -c -m 4096
+sr_pp4 mtu4096-64k 65536 20 -c -m 4096
+sr_pp6 mtu4096-v6-64k 65536 20 -c -m 4096 -e
 
 sr_pp_end "ibv_uc_pingpong run(s)"
 log "all ibv_uc_pingpong runs passed"

@@ -33,7 +33,7 @@ SR_TAG=ud
 source "$(dirname "${BASH_SOURCE[0]}")/lib_sroce.sh"
 
 backend=${SROCE_UD_BACKEND:-sroce}
-sr_pp_begin ibv_ud_pingpong 18700
+sr_pp_begin ibv_ud_pingpong 18700 120 90
 
 # --- topology ---------------------------------------------------------------------
 sr_pp_topology "$backend"
@@ -44,39 +44,30 @@ active_mtu() {
 }
 sr_dmesg_mark
 
-# --- one exchange -------------------------------------------------------------------
-
-# pp TAG SIZE ITERS SNS SDEV SGID CNS CDEV CGID ADDR SADDR CADDR [ARGS...]:
-# one ibv_ud_pingpong exchange, checked (sr_pp in lib_sroce.sh).
-pp() { sr_pp ibv_ud_pingpong 120 90 "$1" "$2" "$3" '' "${@:4}"; }
-
-pp4() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga4" "$nsb" "$db" "$gb4" "$srv4" "$v4a" "$v4b" "${@:4}"; }
-pp6() { pp "$1" "$2" "$3" "$nsa" "$da" "$ga6" "$nsb" "$db" "$gb6" "$srv6" "$v6a" "$v6b" "${@:4}"; }
-ppl4() { pp "$1" "$2" "$3" "$nsl" "$dl" "$gl4" "$nsl" "$dl" "$gl4" "$srvl" "$v4l" "$v4l" "${@:4}"; }
-ppl6() { pp "$1" "$2" "$3" "$nsl" "$dl" "$gl6" "$nsl" "$dl" "$gl6" "$srvl" "$v6l" "$v6l" "${@:4}"; }
-
 mtu=$(active_mtu "$da" "$nsa")
 [[ $mtu == 1024 ]] || fail "$da: active_mtu $mtu with netdev MTU 1500, want 1024"
 log "ok: active_mtu $mtu on $da"
 
+# sr_pp4 / sr_pp6 (A serves B over IPv4 / IPv6) and sr_ppl4 / sr_ppl6 (the
+# loopback device) TAG SIZE ITERS [ARGS...]: one exchange, checked (lib_sroce.sh).
 log "=== two namespaces, IPv4 GIDs (MTU 1024)"
-pp4 v4-1 1 200 -c
-sr_more_case v4-64 && pp4 v4-64 64 200 -c
-pp4 v4-mtu 1024 200 -c
-pp4 v4-events 1024 200 -c -e
-pp4 v4-rxdepth 64 300 -c -r 16
+sr_pp4 v4-1 1 200 -c
+sr_more_case v4-64 && sr_pp4 v4-64 64 200 -c
+sr_pp4 v4-mtu 1024 200 -c
+sr_pp4 v4-events 1024 200 -c -e
+sr_pp4 v4-rxdepth 64 300 -c -r 16
 
 log "=== two namespaces, IPv6 GIDs (MTU 1024)"
-sr_more_case v6-1 && pp6 v6-1 1 200 -c
-pp6 v6-mtu 1024 200 -c
-pp6 v6-events 1000 200 -c -e
+sr_more_case v6-1 && sr_pp6 v6-1 1 200 -c
+sr_pp6 v6-mtu 1024 200 -c
+sr_pp6 v6-events 1000 200 -c -e
 
 log "=== one device looping back"
-sr_more_case lo-v4-1 && ppl4 lo-v4-1 1 200 -c
-ppl4 lo-v4-mtu 1024 200 -c
-sr_more_case lo-v4-events && ppl4 lo-v4-events 1024 200 -c -e
-sr_more_case lo-v6-mtu && ppl6 lo-v6-mtu 1024 200 -c
-ppl6 lo-v6-events 100 200 -c -e
+sr_more_case lo-v4-1 && sr_ppl4 lo-v4-1 1 200 -c
+sr_ppl4 lo-v4-mtu 1024 200 -c
+sr_more_case lo-v4-events && sr_ppl4 lo-v4-events 1024 200 -c -e
+sr_more_case lo-v6-mtu && sr_ppl6 lo-v6-mtu 1024 200 -c
+sr_ppl6 lo-v6-events 100 200 -c -e
 
 # sroce_e2e_ud (user/tests/e2e_ud.cpp): two UD QPs of one process on the
 # loopback device check what ibv_ud_pingpong cannot see - the GRH contents,
@@ -88,10 +79,10 @@ fi
 
 log "=== MTU 4096 (netdev MTU 9000)"
 sr_pp_mtu4096
-pp4 mtu4096-v4-4k 4096 100 -c
-sr_more_case mtu4096-v4-events && pp4 mtu4096-v4-events 4096 100 -c -e
-pp6 mtu4096-v6-4k 4096 100 -c
-pp6 mtu4096-v6-events 3000 100 -c -e
+sr_pp4 mtu4096-v4-4k 4096 100 -c
+sr_more_case mtu4096-v4-events && sr_pp4 mtu4096-v4-events 4096 100 -c -e
+sr_pp6 mtu4096-v6-4k 4096 100 -c
+sr_pp6 mtu4096-v6-events 3000 100 -c -e
 
 sr_pp_end "ibv_ud_pingpong run(s)"
 log "all ibv_ud_pingpong runs passed on $backend"

@@ -7,7 +7,9 @@
 
 #include "common.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace vt {
 
@@ -75,6 +77,56 @@ struct Piece {
 	bool literal = false;
 	uint8_t lit[8] = {};
 };
+
+// How random_pieces cuts, in percent: the odds of a single piece and of a
+// cut within `edge` bytes of either end of the message (the interesting
+// cuts); each piece is followed by a gap of 0..max_gap bytes half the time.
+struct CutOdds {
+	unsigned single, near_edge;
+	size_t edge, max_gap;
+};
+
+// cap bytes of a message in 1..max_pieces pieces (no more than cap, each
+// at least one byte, at distinct random cuts), laid out in message order
+// from base with random gaps; *end is past the last piece and its gap.
+// cap 0: no pieces.
+inline std::vector<Piece> random_pieces(Rng &r, size_t cap, size_t max_pieces, size_t base,
+					size_t *end, const CutOdds &odds)
+{
+	std::vector<Piece> v;
+	*end = base;
+	if (cap == 0)
+		return v;
+	size_t n = std::min<size_t>(r.range(1, std::max<size_t>(max_pieces, 1)), cap);
+	if (r.chance(odds.single))
+		n = 1;
+	std::vector<size_t> cuts; // n-1 distinct cut points in (0, cap)
+	while (cuts.size() + 1 < n) {
+		size_t c;
+		if (r.chance(odds.near_edge) && cap > 2) {
+			const size_t e = std::min<size_t>(cap - 1, odds.edge);
+			c = r.chance(50) ? r.range(1, e) : cap - r.range(1, e);
+		} else {
+			c = r.range(1, cap - 1);
+		}
+		if (std::find(cuts.begin(), cuts.end(), c) == cuts.end())
+			cuts.push_back(c);
+	}
+	std::sort(cuts.begin(), cuts.end());
+	cuts.push_back(cap);
+	size_t pos = base, prev = 0;
+	for (size_t c : cuts) {
+		Piece p{};
+		p.off = pos;
+		p.len = c - prev;
+		p.msg_off = prev;
+		v.push_back(p);
+		pos += p.len + (r.chance(50) ? r.range(0, odds.max_gap) : 0);
+		prev = c;
+	}
+	*end = pos;
+	return v;
+}
 
 // " NAME[ OFF+LEN ... ]" of pieces (their offsets and lengths), or nothing
 // when there are none: a work request's SGE list in a failure's description.

@@ -293,44 +293,11 @@ size_t Test::pick_size(Rng &r, bool zero_ok, size_t limit)
 // Cut len bytes into 1..max_sge pieces (each >= 1 byte) laid out from base
 // with random gaps; cap >= len is the total the pieces may hold (the last
 // piece gets the slack). Zero length: no pieces.
-std::vector<Piece> Test::layout(Rng &r, size_t len, size_t max_sge, size_t cap, size_t base,
+std::vector<Piece> Test::layout(Rng &r, size_t /*len*/, size_t max_sge, size_t cap, size_t base,
 				size_t *end)
 {
-	std::vector<Piece> v;
-	*end = base;
-	if (cap == 0)
-		return v;
-	size_t n = std::min<size_t>(r.range(1, max_sge), cap);
-	if (r.chance(30))
-		n = 1;
-	// n-1 distinct cut points in (0, cap)
-	std::vector<size_t> cuts;
-	while (cuts.size() < n - 1) {
-		size_t c;
-		// Cuts near the message edges and small pieces are the interesting ones.
-		if (r.chance(50) && cap > 2)
-			c = r.chance(50) ? r.range(1, std::min<size_t>(cap - 1, 16))
-					 : cap - r.range(1, std::min<size_t>(cap - 1, 16));
-		else
-			c = r.range(1, cap - 1);
-		if (std::find(cuts.begin(), cuts.end(), c) == cuts.end())
-			cuts.push_back(c);
-	}
-	std::sort(cuts.begin(), cuts.end());
-	cuts.push_back(cap);
-	size_t pos = base, prev = 0;
-	for (size_t c : cuts) {
-		Piece p{};
-		p.off = pos;
-		p.len = c - prev;
-		p.msg_off = prev;
-		v.push_back(p);
-		pos += p.len + (r.chance(50) ? r.range(0, kMaxGap) : 0);
-		prev = c;
-	}
-	(void)len;
-	*end = pos;
-	return v;
+	// Cuts near the message edges and small pieces are the interesting ones.
+	return random_pieces(r, cap, max_sge, base, end, {30, 50, 16, kMaxGap});
 }
 
 std::unique_ptr<Op> Test::make_flush(uint64_t id, int dir)

@@ -393,29 +393,7 @@ size_t Test::pick_size(Rng &r, bool zero_ok)
 // between them; cap 0: none.
 std::vector<Piece> Test::cut(Rng &r, size_t cap, unsigned max_pieces, size_t base, size_t *end)
 {
-	std::vector<Piece> v;
-	*end = base;
-	if (cap == 0)
-		return v;
-	size_t n = r.chance(35) ? 1 : std::min<size_t>(r.range(1, std::max(max_pieces, 1u)), cap);
-	std::vector<size_t> cuts;
-	while (cuts.size() + 1 < n) {
-		size_t c = r.chance(40) && cap > 2 ? (r.chance(50) ? r.range(1, std::min<size_t>(cap - 1, 8))
-								  : cap - r.range(1, std::min<size_t>(cap - 1, 8)))
-						    : r.range(1, cap - 1);
-		if (std::find(cuts.begin(), cuts.end(), c) == cuts.end())
-			cuts.push_back(c);
-	}
-	std::sort(cuts.begin(), cuts.end());
-	cuts.push_back(cap);
-	size_t pos = base, prev = 0;
-	for (size_t c : cuts) {
-		v.push_back({pos, c - prev, prev});
-		pos += (c - prev) + (r.chance(50) ? r.range(0, kMaxGap) : 0);
-		prev = c;
-	}
-	*end = pos;
-	return v;
+	return random_pieces(r, cap, max_pieces, base, end, {35, 40, 8, kMaxGap});
 }
 
 Op Test::make_op(uint64_t id, int slot)

@@ -467,7 +467,7 @@ sr_more() { [[ "${SROCE_FULL:-0}" == 1 ]]; }
 
 # sr_more_case NAME: for a sub-case of the long variant only: true with
 # SROCE_FULL=1; otherwise NAME is reported as skipped and it returns 1.
-#   sr_more_case v4-64 && pp4 v4-64 64 200 -c
+#   sr_more_case v4-64 && sr_pp4 v4-64 64 200 -c
 sr_more_case() {
 	sr_more && return 0
 	subtest_skip "$1" "long variant only (SROCE_FULL=1)"

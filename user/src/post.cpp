@@ -314,10 +314,10 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			*bad_wr = wr;
 			return EINVAL;
 		}
-		ret = sq.ring->produce(wr, n,
-				       [q](const struct ibv_send_wr &w, void *slot) {
-					       return encode_send_wqe(*q, w, slot);
-				       });
+		ret = sq.ring->produce(
+			wr, n, [q](const struct ibv_send_wr &w, void *slot) {
+				return encode_send_wqe(*q, w, slot);
+			});
 	}
 
 	if (ret)

@@ -528,16 +528,18 @@ void sroce_resp_stop(struct sroce_qp *qp)
 
 /*
  * Whether request @pkt has the expected PSN; a duplicate is answered
- * (IBTA C9-105) and one ahead of it NAKed, once per gap (C9-106).
+ * (IBTA C9-105) and one ahead of it NAKed, once per gap (C9-106). *@gap_end:
+ * it is the awaited PSN of a gap that was NAKed (sroce_resp_gap_ends()).
  * resp_lock held.
  */
 static bool sroce_resp_in_sequence(struct sroce_qp *qp,
 				   const struct sroce_pkt *pkt,
-				   const u8 *payload)
+				   const u8 *payload, bool *gap_end)
 {
 	enum sroce_psn_class c = sroce_resp_classify(pkt->bth.psn,
 						     qp->resp.epsn);
 
+	*gap_end = sroce_resp_gap_ends(c, qp->resp.nak_sent);
 	if (c == SROCE_PSN_AHEAD &&
 	    !sroce_resp_place_ahead(qp, pkt, payload,
 				    sroce_psn_sub(pkt->bth.psn, qp->resp.epsn)))
@@ -591,17 +593,25 @@ out:
 
 /*
  * Act on verdict @v for request @pkt: the next expected PSN, and the ACK,
- * RNR NAK or NAK it is answered with. resp_lock held.
+ * RNR NAK or NAK it is answered with. A request that asked for an ACK, one
+ * of the run placed ahead that did, and the end of a NAKed gap (@gap_end)
+ * are ACKed. resp_lock held.
  */
 static void sroce_resp_answer(struct sroce_qp *qp, const struct sroce_pkt *pkt,
-			      enum sroce_resp_verdict v)
+			      enum sroce_resp_verdict v, bool gap_end)
 {
 	u32 psn = pkt->bth.psn;
+	bool ack;
 
 	switch (v) {
 	case SROCE_RESP_OK:
 		qp->resp.epsn = sroce_psn_add(psn, 1);
-		if (sroce_resp_ahead_run(qp, pkt) || pkt->bth.ack_req)
+		ack = sroce_resp_ahead_run(qp, pkt) || pkt->bth.ack_req;
+		if (gap_end && !ack) {
+			sroce_stat_inc(qp->sdev, SROCE_CNT_GAP_ACK);
+			ack = true;
+		}
+		if (ack)
 			sroce_resp_ack(qp, sroce_psn_sub(qp->resp.epsn, 1));
 		return;
 	case SROCE_RESP_DONE:
@@ -646,15 +656,16 @@ enum sroce_resp_verdict sroce_resp_handle(struct sroce_qp *qp,
 					  const u8 *payload)
 {
 	enum sroce_resp_verdict v;
+	bool gap_end;
 
 	if (qp->ibqp.qp_type == IB_QPT_UC) {
 		sroce_resp_uc(qp, pkt, payload);
 		return SROCE_RESP_DONE;
 	}
-	if (!sroce_resp_in_sequence(qp, pkt, payload))
+	if (!sroce_resp_in_sequence(qp, pkt, payload, &gap_end))
 		return SROCE_RESP_DONE;
 	v = sroce_resp_exec(qp, pkt, payload);
-	sroce_resp_answer(qp, pkt, v);
+	sroce_resp_answer(qp, pkt, v, gap_end);
 	return v;
 }
 

@@ -55,6 +55,7 @@ static const struct rdma_stat_desc sroce_stat_desc[SROCE_CNT_MAX] = {
 	[SROCE_CNT_OOS_PLACED].name = "out_of_seq_placed",
 	[SROCE_CNT_TLP].name = "tail_loss_probes",
 	[SROCE_CNT_TIMER_STALL].name = "stalled_timeouts",
+	[SROCE_CNT_GAP_ACK].name = "seq_gap_end_ack",
 };
 
 /*

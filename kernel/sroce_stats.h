@@ -54,6 +54,7 @@ enum sroce_counter {
 	SROCE_CNT_OOS_PLACED,		/* requests ahead of ePSN placed */
 	SROCE_CNT_TLP,			/* tail loss probes (sroce_gbn.h) */
 	SROCE_CNT_TIMER_STALL,		/* timer steps that fired late: not counted */
+	SROCE_CNT_GAP_ACK,		/* ACKs of a NAKed gap's end */
 	SROCE_CNT_MAX
 };
 

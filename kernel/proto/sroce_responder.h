@@ -54,6 +54,22 @@ static inline bool sroce_resp_gap_nak(enum sroce_psn_class c, bool *nak_sent)
 }
 
 /*
+ * Whether the request of class @c ends a gap that was NAKed (@nak_sent, as
+ * it was before sroce_resp_gap_nak() saw this request): the awaited PSN has
+ * come. The responder then ACKs it, with what it placed ahead, whether or
+ * not it asked for an ACK (an unsolicited ACK: IBTA 9.7.5.1.1 lets a
+ * responder ACK any request, and coalesces ACKs). The requester went back
+ * N for the NAK and is resending what the responder may already have (the
+ * run placed ahead, the old stream behind the hole still on its way); the
+ * ACK lets it skip ahead at once instead of resending until a packet that
+ * asks for an ACK comes.
+ */
+static inline bool sroce_resp_gap_ends(enum sroce_psn_class c, bool nak_sent)
+{
+	return c == SROCE_PSN_EXPECTED && nak_sent;
+}
+
+/*
  * A duplicate SEND or WRITE packet with PSN @psn (the expected one is
  * @epsn): is it answered, and with an ACK of which PSN (@ack_psn)? A
  * requester that went back N resends a burst the responder mostly has;

@@ -43,27 +43,32 @@ TEST(ResponderPsn, ClassifiedAgainstTheExpectedPsn)
 // A gap is NAKed once (C9-106): the first request ahead of the expected
 // PSN is NAKed, the rest of the burst behind the loss is not, duplicates
 // change nothing, and the expected PSN ends the gap, so the next loss is
-// NAKed again.
-TEST(ResponderPsn, OneSequenceNakPerGap)
+// NAKed again. The request that ends a NAKed gap is ACKed, whether it
+// asked for an ACK or not: the requester is resending what came ahead.
+TEST(ResponderPsn, OneSequenceNakPerGapAndAnAckAtItsEnd)
 {
 	struct {
 		sroce_psn_class c;
-		bool nak;
+		bool nak, ack;
 		const char *why;
 	} steps[] = {
-		{SROCE_PSN_EXPECTED, false, "in sequence"},
-		{SROCE_PSN_AHEAD, true, "a loss: the first packet after it"},
-		{SROCE_PSN_AHEAD, false, "the rest of the burst"},
-		{SROCE_PSN_DUPLICATE, false, "a duplicate during the gap"},
-		{SROCE_PSN_AHEAD, false, "still the same gap"},
-		{SROCE_PSN_EXPECTED, false, "the resend fills the gap"},
-		{SROCE_PSN_DUPLICATE, false, "a duplicate after it"},
-		{SROCE_PSN_AHEAD, true, "a new loss"},
+		{SROCE_PSN_EXPECTED, false, false, "in sequence"},
+		{SROCE_PSN_AHEAD, true, false, "a loss: the first packet after it"},
+		{SROCE_PSN_AHEAD, false, false, "the rest of the burst"},
+		{SROCE_PSN_DUPLICATE, false, false, "a duplicate during the gap"},
+		{SROCE_PSN_AHEAD, false, false, "still the same gap"},
+		{SROCE_PSN_EXPECTED, false, true, "the resend fills the gap"},
+		{SROCE_PSN_EXPECTED, false, false, "in sequence after it"},
+		{SROCE_PSN_DUPLICATE, false, false, "a duplicate after it"},
+		{SROCE_PSN_AHEAD, true, false, "a new loss"},
+		{SROCE_PSN_EXPECTED, false, true, "its resend"},
 	};
 	bool nak_sent = false;
 
-	for (auto s : steps)
+	for (auto s : steps) {
+		EXPECT_EQ(sroce_resp_gap_ends(s.c, nak_sent), s.ack) << s.why;
 		EXPECT_EQ(sroce_resp_gap_nak(s.c, &nak_sent), s.nak) << s.why;
+	}
 }
 
 // Duplicates of SEND and WRITE packets are answered only when they ask

@@ -308,6 +308,7 @@ struct Pkt {
 struct Link {
 	std::deque<Pkt> q;
 	double loss, dup, reorder;
+	size_t reach;	// places a reordered packet overtakes, at most
 
 	void put(std::mt19937 &rng, const Pkt &p)
 	{
@@ -326,10 +327,10 @@ struct Link {
 
 		if (q.empty())
 			return false;
-		// Jitter: a packet overtakes up to three before it.
+		// Jitter: a packet overtakes up to @reach before it.
 		if (u(rng) < reorder)
 			i = std::uniform_int_distribution<size_t>(
-				0, std::min<size_t>(3, q.size() - 1))(rng);
+				0, std::min<size_t>(reach, q.size() - 1))(rng);
 		*p = q[i];
 		q.erase(q.begin() + (long)i);
 		return true;
@@ -346,6 +347,7 @@ struct Responder {
 	void rcv(std::mt19937 &rng, Link &back, const Pkt &p)
 	{
 		sroce_psn_class c = sroce_resp_classify(p.psn, epsn);
+		bool gap_end = sroce_resp_gap_ends(c, nak_sent);
 		Pkt r = {};
 
 		r.resp = true;
@@ -378,7 +380,7 @@ struct Responder {
 			atomics.at(p.wqe)++;
 			r.atomic_ack = true;
 			back.put(rng, r);
-		} else if (p.ack_req) {
+		} else if (p.ack_req || gap_end) {
 			back.put(rng, r);
 		}
 	}
@@ -540,6 +542,7 @@ struct Requester {
 struct ModelCase {
 	const char *name;
 	double loss, dup, reorder;
+	size_t reach;	// places a reordered packet overtakes, at most
 };
 
 // Whatever the link does, go-back-N delivers every message exactly once
@@ -550,12 +553,14 @@ struct ModelCase {
 TEST(SendqModel, EveryMessageOnceInOrderWhateverTheLinkDoes)
 {
 	const ModelCase cases[] = {
-		{"lossless", 0, 0, 0},
-		{"loss 5%", 0.05, 0, 0},
-		{"duplicates 5%", 0, 0.05, 0},
-		{"jitter 30%", 0, 0, 0.3},
-		{"loss 2%, duplicates 2%, jitter 30%", 0.02, 0.02, 0.3},
-		{"loss 20%, jitter 50%", 0.2, 0, 0.5},
+		{"lossless", 0, 0, 0, 3},
+		{"loss 5%", 0.05, 0, 0, 3},
+		{"duplicates 5%", 0, 0.05, 0, 3},
+		{"jitter 30%", 0, 0, 0.3, 3},
+		{"loss 2%, duplicates 2%, jitter 30%", 0.02, 0.02, 0.3, 3},
+		{"loss 20%, jitter 50%", 0.2, 0, 0.5, 3},
+		{"jitter 90%, 12 places", 0, 0, 0.9, 12},
+		{"loss 1%, jitter 90%, 12 places", 0.01, 0, 0.9, 12},
 	};
 	for (const auto &c : cases) {
 		for (uint32_t seed = 1; seed <= 20; seed++) {
@@ -572,8 +577,8 @@ TEST(SendqModel, EveryMessageOnceInOrderWhateverTheLinkDoes)
 			// Ring indices near the wrap of a u32, too.
 			Requester req(isn, seed * 0x0fffffffu, wqes);
 			Responder resp{isn, false, false, {}, {}};
-			Link fwd{{}, c.loss, c.dup, c.reorder};
-			Link back{{}, c.loss, c.dup, c.reorder};
+			Link fwd{{}, c.loss, c.dup, c.reorder, c.reach};
+			Link back{{}, c.loss, c.dup, c.reorder, c.reach};
 			unsigned steps = 0, timeouts = 0;
 			Pkt p;
 

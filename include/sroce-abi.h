@@ -72,7 +72,8 @@ struct sroce_queue_hdr {
 	__u32 slot_shift;	/* log2 of the slot size in bytes */
 	__u32 num_slots;	/* power of two */
 	__u32 flags;
-	__u32 reserved0[13];
+	__u32 polling;		/* SQ: the requester will look (below) */
+	__u32 reserved0[12];
 	__u32 producer;
 	__u32 reserved1[15];
 	__u32 consumer;
@@ -93,6 +94,18 @@ struct sroce_queue_hdr {
  * then flushes, so one side always sees the other.
  */
 #define SROCE_QUEUE_F_QP_ERR		(1U << 0)
+
+/*
+ * sroce_queue_hdr.polling of a send queue, written by the kernel only:
+ * nonzero while its requester runs or is queued to run, and so will read
+ * the producer index again without a doorbell. The provider publishes the
+ * producer index, issues a full barrier, and leaves the doorbell out when
+ * this is nonzero and SROCE_QUEUE_F_QP_ERR is not set. The requester
+ * clears it, issues a full barrier, and reads the producer index once more
+ * before it stops, so one side always sees the other. A kernel that
+ * predates it leaves it 0: a doorbell for every post, as before. Nothing
+ * the kernel does depends on its value.
+ */
 
 struct sroce_create_cq_resp {
 	struct sroce_mmap_info mi;

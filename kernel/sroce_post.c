@@ -10,6 +10,7 @@
 #include "sroce.h"
 #include "sroce_ah.h"
 #include "sroce_qp.h"
+#include "sroce_stats.h"
 #include "sroce_transport.h"
 
 /*
@@ -140,6 +141,7 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (qp->is_user) {
 		if (wr)
 			return -EINVAL;
+		sroce_stat_inc(qp->sdev, SROCE_CNT_SQ_DOORBELL);
 		sroce_req_kick(qp, true);
 		return 0;
 	}

@@ -384,8 +384,31 @@ static bool sroce_req_process(struct sroce_qp *qp)
  */
 static void sroce_req_queue(struct sroce_qp *qp)
 {
+	/* The work reads the producer index: no doorbell needed till then. */
+	WRITE_ONCE(qp->sq.hdr->polling, 1);
 	sroce_qp_work_queue(&qp->req_work, READ_ONCE(qp->cc.limited),
 			    READ_ONCE(qp->req.cpu));
+}
+
+/*
+ * The requester is about to stop: tell the provider that a post needs a
+ * doorbell again (sroce_queue_hdr.polling), then look at the producer
+ * index once more. True if it moved since the last look: a post may have
+ * left its doorbell out, so the requester runs again. Requester only
+ * (SROCE_QPF_REQ_RUNNING held).
+ */
+static bool sroce_req_stop_polling(struct sroce_qp *qp)
+{
+	u32 prod;
+
+	WRITE_ONCE(qp->sq.hdr->polling, 0);
+	/* Pairs with the provider's fence between producer store and this load. */
+	smp_mb();
+	prod = READ_ONCE(qp->sq.hdr->producer);
+	if (prod == qp->req.prod_seen)
+		return false;
+	qp->req.prod_seen = prod;
+	return true;
 }
 
 static void sroce_req_exec(struct sroce_qp *qp)
@@ -397,10 +420,14 @@ static void sroce_req_exec(struct sroce_qp *qp)
 		if (test_and_set_bit_lock(SROCE_QPF_REQ_RUNNING, &qp->flags))
 			return;
 		WRITE_ONCE(qp->req.cpu, raw_smp_processor_id());
+		WRITE_ONCE(qp->sq.hdr->polling, 1);
 		more = false;
 		while (!more &&
 		       test_and_clear_bit(SROCE_QPF_REQ_AGAIN, &qp->flags))
 			more = sroce_req_process(qp);
+		/* More to do: the work queued below runs, and looks again. */
+		if (!more && sroce_req_stop_polling(qp))
+			set_bit(SROCE_QPF_REQ_AGAIN, &qp->flags);
 		clear_bit_unlock(SROCE_QPF_REQ_RUNNING, &qp->flags);
 		/* Pairs with the kicker's set_bit(AGAIN) before its test. */
 		smp_mb__after_atomic();

@@ -244,5 +244,6 @@ void sroce_sq_reset(struct sroce_qp *qp)
 	if (qp->sq.hdr) {
 		qp->sq.hdr->producer = 0;
 		qp->sq.hdr->consumer = 0;
+		WRITE_ONCE(qp->sq.hdr->polling, 0);
 	}
 }

@@ -56,6 +56,7 @@ static const struct rdma_stat_desc sroce_stat_desc[SROCE_CNT_MAX] = {
 	[SROCE_CNT_TLP].name = "tail_loss_probes",
 	[SROCE_CNT_TIMER_STALL].name = "stalled_timeouts",
 	[SROCE_CNT_GAP_ACK].name = "seq_gap_end_ack",
+	[SROCE_CNT_SQ_DOORBELL].name = "sq_doorbells",
 };
 
 /*

@@ -55,6 +55,7 @@ enum sroce_counter {
 	SROCE_CNT_TLP,			/* tail loss probes (sroce_gbn.h) */
 	SROCE_CNT_TIMER_STALL,		/* timer steps that fired late: not counted */
 	SROCE_CNT_GAP_ACK,		/* ACKs of a NAKed gap's end */
+	SROCE_CNT_SQ_DOORBELL,		/* send doorbells from user space */
 	SROCE_CNT_MAX
 };
 

@@ -12,6 +12,8 @@
 #   {"topo", "stack", "test", "size", "qps", "bw_MiBps", "mpps"}   (bw tests)
 #   {"topo", "stack", "test", "size", "t_avg_us", "t_typical_us"}  (lat tests)
 #   {"topo", "stack", "test": "tcp_stream", "bw_MiBps"}            (iperf3)
+#   {"topo", "stack", "test": "doorbells", "tool", "size", "msgs",
+#    "doorbells"}                                           (sroce, -n runs)
 # A figure is null when perftest could not produce it (see pt below).
 #
 # Topologies (the same names are used in the report):
@@ -172,6 +174,24 @@ for cur in sroce-veth sroce-loop rxe-loop; do
 	pt lat write_lat ib_write_lat 2
 	# Message rate: tiny writes from several QPs with deep send queues.
 	pt bw msg_rate ib_write_bw 2 -q 4 -t 256
+done
+
+# Send doorbells that entered the kernel per message: the client device's
+# sq_doorbells over a run of a known number of messages (-n). The provider
+# leaves the doorbell out while the requester runs or is queued
+# (architecture.rst, "Rings and trust"); without that, one per message.
+cur=sroce-veth
+topo "$cur"
+log "=== doorbells: $cur, client $cdev, -n runs"
+for r in "ib_write_bw 65536 2000" "ib_write_bw 64 20000" "ib_send_bw 4096 5000" "ib_read_bw 65536 1000"; do
+	read -r tool s n <<<"$r"
+	db0=$(sr_hwc "$cdev" sq_doorbells) db=null
+	if pt_run "$tool" -s "$s" -n "$n"; then
+		db=$(($(sr_hwc "$cdev" sq_doorbells) - db0))
+	fi
+	log "$(printf '%-11s %-12s %8s B  %6s messages  %6s doorbells' "$cur" "$tool" "$s" "$n" "$db")"
+	emit --arg t "$cur" --arg tool "$tool" --argjson s "$s" --argjson n "$n" --argjson db "$db" \
+		'{topo: $t, stack: "sroce", test: "doorbells", tool: $tool, size: $s, msgs: $n, doorbells: $db}'
 done
 
 log "=== tcp-veth: iperf3 TCP, $nsa -> $nsb over the sroce-veth veth pair"

@@ -65,6 +65,8 @@ def main():
                 return r
         return None
 
+    doorbells = [r for r in rows if r["test"] == "doorbells"]
+    rows = [r for r in rows if r["test"] != "doorbells"]
     tcp = next((r for r in rows if r["test"] == "tcp_stream"), None)
     tcp_bw = tcp["bw_MiBps"] if tcp else None
 
@@ -130,6 +132,14 @@ def main():
     print()
     print("sroce/rxe = sroce-loop / rxe-loop; sroce/TCP = sroce-veth / tcp-veth (bandwidth only).")
     print("Bandwidth and message rate: > 1 means sroce is faster. Latency (us): < 1 means sroce is faster.")
+    if doorbells:
+        print()
+        print("Send doorbells that entered the kernel (the client's sq_doorbells), sroce-veth, -n runs;")
+        print("the provider leaves one out while the requester runs or is queued:")
+        for d in doorbells:
+            per = None if d["doorbells"] is None else d["doorbells"] / d["msgs"]
+            print(f"  {d['tool']:<12} {d['size']:>6} B  {d['msgs']:>6} messages  "
+                  f"{fmt(d['doorbells'])} doorbells  ({fmt(per, 3)} per message)")
 
     result = {
         "note": NOTE,
@@ -137,7 +147,8 @@ def main():
         "meta": meta,
         "tcp_veth_MiBps": tcp_bw,
         "table": table,
-        "raw": rows,
+        "doorbells": doorbells,
+        "raw": rows + doorbells,
     }
     with open(out_path, "w") as f:
         json.dump(result, f, indent=2)

@@ -18,6 +18,7 @@ static_assert(sizeof(sroce_queue_hdr) == 256);
 static_assert(offsetof(sroce_queue_hdr, slot_shift) == 0);
 static_assert(offsetof(sroce_queue_hdr, num_slots) == 4);
 static_assert(offsetof(sroce_queue_hdr, flags) == 8);
+static_assert(offsetof(sroce_queue_hdr, polling) == 12);
 static_assert(offsetof(sroce_queue_hdr, producer) == 64);
 static_assert(offsetof(sroce_queue_hdr, consumer) == 128);
 static_assert(offsetof(sroce_queue_hdr, notify) == 192);

@@ -297,6 +297,13 @@ int kernel_doorbell(struct ibv_qp *ibqp) noexcept
 	return ibv_cmd_post_send(ibqp, nullptr, &bad);
 }
 
+int send_doorbell(qp &q) noexcept
+{
+	if (!q.sq.ring->needs_doorbell())
+		return 0;
+	return q.doorbell(&q.vqp.qp);
+}
+
 int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	      struct ibv_send_wr **bad_wr) noexcept
 {
@@ -324,11 +331,12 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		*bad_wr = wr;
 	/*
 	 * Outside the lock: every publish is followed by at least one
-	 * doorbell, whichever thread's it is, and the kernel reads the
-	 * producer index, not the doorbell count.
+	 * doorbell, whichever thread's it is, or by a look at the requester
+	 * that says it will read the producer index anyway; the kernel reads
+	 * the producer index, not the doorbell count.
 	 */
 	if (n) {
-		const int db = q->doorbell(ibqp);
+		const int db = send_doorbell(*q);
 		/*
 		 * The WQEs are in the ring and the kernel may run them at the
 		 * next doorbell; still report that this one failed.

@@ -3,11 +3,13 @@
  * Queue pairs: the send and receive rings the provider produces into and
  * the kernel consumes from, and the work request encoders.
  *
- * Posting never enters the kernel except for the send doorbell: one
+ * Posting never enters the kernel except for the send doorbell: at most one
  * write() of IB_USER_VERBS_CMD_POST_SEND with no work requests per
  * ibv_post_send() call or per wr_complete(), after the producer index
- * covering every new WQE has been published. The doorbell goes through a
- * per-QP function pointer so the unit tests can count it without a kernel.
+ * covering every new WQE has been published, and none while the kernel's
+ * requester says it will read that index anyway (send_doorbell()). The
+ * doorbell goes through a per-QP function pointer so the unit tests can
+ * count it without a kernel.
  */
 #ifndef SROCE_QP_H
 #define SROCE_QP_H
@@ -146,6 +148,13 @@ struct qp {
 };
 
 static_assert(std::is_standard_layout_v<qp> && offsetof(qp, vqp) == 0);
+
+/*
+ * After WQEs were published to q's send queue: ring its doorbell unless the
+ * kernel's requester will look anyway (ring_producer::needs_doorbell()).
+ * Returns 0 or the doorbell's errno.
+ */
+int send_doorbell(qp &q) noexcept;
 
 inline qp *to_qp(struct ibv_qp *ibqp) noexcept
 {

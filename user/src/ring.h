@@ -149,6 +149,12 @@ public:
 		return load_acquire(hdr_->consumer);
 	}
 
+	/* sroce_queue_hdr.polling (a send queue's), written by the kernel. */
+	uint32_t load_polling() const noexcept
+	{
+		return load_acquire(hdr_->polling);
+	}
+
 	void store_producer(uint32_t v) const noexcept
 	{
 		store_release(hdr_->producer, v);
@@ -287,6 +293,22 @@ public:
 	{
 		std::atomic_thread_fence(std::memory_order_seq_cst);
 		return r_.load_flags() & SROCE_QUEUE_F_QP_ERR;
+	}
+
+	/*
+	 * After publish() to a send queue: must a doorbell tell the kernel?
+	 * Not while its requester runs or is queued to run and so reads the
+	 * producer index again anyway (sroce_queue_hdr.polling), unless the
+	 * QP is in error, where only a doorbell flushes. The full fence
+	 * orders our producer store before the loads; the requester clears
+	 * the flag, fences, then reads the producer, so at least one side
+	 * sees the other.
+	 */
+	bool needs_doorbell() const noexcept
+	{
+		std::atomic_thread_fence(std::memory_order_seq_cst);
+		return (r_.load_flags() & SROCE_QUEUE_F_QP_ERR) ||
+		       !r_.load_polling();
 	}
 
 	const ring &queue() const noexcept

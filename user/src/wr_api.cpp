@@ -404,7 +404,7 @@ int wr_complete(struct ibv_qp_ex *x) noexcept
 
 	if (err)
 		return err;
-	return n ? q->doorbell(&q->vqp.qp) : 0;
+	return n ? send_doorbell(*q) : 0;
 }
 
 void wr_abort(struct ibv_qp_ex *x) noexcept

@@ -511,6 +511,35 @@ TEST(PostSendWrap, IndicesWrapAt2To32)
 	EXPECT_EQ(f.sq.producer(), start + 12); /* == 9 */
 }
 
+/*
+ * While the kernel's requester runs or is queued (it set the SQ header's
+ * polling word), it reads the producer index again anyway: the post
+ * publishes its WQEs and leaves the doorbell out. Once it has stopped, a
+ * post rings again; and a QP the kernel marked in error is rung whatever
+ * polling says, since only a doorbell flushes it.
+ */
+TEST_F(PostSend, NoDoorbellWhileTheRequesterLooksAnyway)
+{
+	ibv_send_wr wr = make_wr(IBV_WR_SEND, 1, sg.data(), 1);
+	ibv_send_wr *bad = nullptr;
+
+	f.sq.hdr()->polling = 1;
+	ASSERT_EQ(post(wr, &bad), 0);
+	EXPECT_EQ(f.sq.producer(), 1U) << "published";
+	EXPECT_EQ(doorbells.load(), 0) << "the requester is polling";
+
+	f.sq.hdr()->polling = 0;
+	ASSERT_EQ(post(wr, &bad), 0);
+	EXPECT_EQ(f.sq.producer(), 2U);
+	EXPECT_EQ(doorbells.load(), 1) << "the requester stopped";
+
+	f.sq.hdr()->polling = 1;
+	f.sq.hdr()->flags = SROCE_QUEUE_F_QP_ERR;
+	ASSERT_EQ(post(wr, &bad), 0);
+	EXPECT_EQ(f.sq.producer(), 3U);
+	EXPECT_EQ(doorbells.load(), 2) << "in error: only a doorbell flushes";
+}
+
 TEST_F(PostSend, DoorbellFailureIsReported)
 {
 	ibv_send_wr wr = make_wr(IBV_WR_SEND, 1, sg.data(), 1);

@@ -238,6 +238,26 @@ TEST_F(WrApi, EmptyBatchRingsNoDoorbell)
 	EXPECT_EQ(doorbells.load(), 0);
 }
 
+/* wr_complete leaves the doorbell out as post_send does (PostSend). */
+TEST_F(WrApi, NoDoorbellWhileTheRequesterLooksAnyway)
+{
+	f.sq.hdr()->polling = 1;
+	ibv_wr_start(x());
+	ibv_wr_send(x());
+	ibv_wr_set_sge(x(), 0x11, 0x1000, 8);
+	EXPECT_EQ(ibv_wr_complete(x()), 0);
+	EXPECT_EQ(f.sq.producer(), 1U);
+	EXPECT_EQ(doorbells.load(), 0);
+
+	f.sq.hdr()->polling = 0;
+	ibv_wr_start(x());
+	ibv_wr_send(x());
+	ibv_wr_set_sge(x(), 0x11, 0x1000, 8);
+	EXPECT_EQ(ibv_wr_complete(x()), 0);
+	EXPECT_EQ(f.sq.producer(), 2U);
+	EXPECT_EQ(doorbells.load(), 1);
+}
+
 /* Start a batch, build one good WR, then run bad(); expect err, no trace. */
 template <typename F> void expect_batch_fails(WrApi &t, int err, F bad)
 {

@@ -21,7 +21,7 @@ namespace
 {
 
 using namespace sroce;
-using sroce::test::read_cmd;
+using sroce::test::expect_cmd;
 using sroce::test::uverbs_pipe;
 
 /* What the stand-in kernel saw and will answer. */
@@ -193,8 +193,8 @@ TEST(CreateAhCommand, WhatTheKernelIsAsked)
 		sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_destroy_ah);
 	ASSERT_EQ(b.size(), create_len + destroy_len);
 
-	const auto create = read_cmd<ib_uverbs_create_ah>(b);
-	EXPECT_EQ(create.hdr.command, unsigned{IB_USER_VERBS_CMD_CREATE_AH});
+	const auto create =
+		expect_cmd<ib_uverbs_create_ah>(b, IB_USER_VERBS_CMD_CREATE_AH);
 	EXPECT_EQ(create.hdr.in_words, create_len / 4);
 	EXPECT_EQ(create.hdr.out_words, 3U) << "room for sroce_create_ah_resp";
 
@@ -208,8 +208,8 @@ TEST(CreateAhCommand, WhatTheKernelIsAsked)
 	EXPECT_EQ(memcmp(cmd.attr.grh.dgid, attr.grh.dgid.raw, 16), 0);
 
 	/* EPROTO undid the kernel object: DESTROY_AH of the same handle. */
-	const auto d = read_cmd<ib_uverbs_destroy_ah>(b, create_len);
-	EXPECT_EQ(d.hdr.command, unsigned{IB_USER_VERBS_CMD_DESTROY_AH});
+	const auto d = expect_cmd<ib_uverbs_destroy_ah>(
+		b, IB_USER_VERBS_CMD_DESTROY_AH, create_len);
 	EXPECT_EQ(d.req.ah_handle, 0U); /* the zero response's handle */
 }
 

@@ -21,7 +21,7 @@ namespace
 {
 
 using namespace sroce;
-using sroce::test::read_cmd;
+using sroce::test::expect_cmd;
 using sroce::test::uverbs_pipe;
 
 void *test_alloc(struct ibv_pd * /*pd*/, void * /*pd_context*/, size_t /*size*/,
@@ -80,9 +80,7 @@ struct ParentDomain : ::testing::Test {
 		if (alone) {
 			EXPECT_EQ(b.size(), len) << "one command";
 		}
-		const auto cmd = read_cmd<Req>(b);
-		EXPECT_EQ(cmd.hdr.command, command);
-		EXPECT_EQ(cmd.req.pd_handle, 7U);
+		EXPECT_EQ(expect_cmd<Req>(b, command).req.pd_handle, 7U);
 	}
 };
 

@@ -771,8 +771,8 @@ TEST_F(SrqCommand, ModifyLimit)
 
 	const std::vector<unsigned char> b = p.drain();
 	ASSERT_EQ(b.size(), 32U) << "hdr + ib_uverbs_modify_srq + mi_addr";
-	const auto cmd = read_cmd<ib_uverbs_modify_srq>(b);
-	EXPECT_EQ(cmd.hdr.command, unsigned{IB_USER_VERBS_CMD_MODIFY_SRQ});
+	const auto cmd = expect_cmd<ib_uverbs_modify_srq>(
+		b, IB_USER_VERBS_CMD_MODIFY_SRQ);
 	EXPECT_EQ(cmd.hdr.in_words, 8U);
 	EXPECT_EQ(cmd.hdr.out_words, 0U);
 	const ib_uverbs_modify_srq &core = cmd.req;
@@ -795,8 +795,8 @@ TEST_F(SrqCommand, ModifyMaxWrCarriesTheReplyAddress)
 
 	const std::vector<unsigned char> b = p.drain();
 	ASSERT_EQ(b.size(), 32U);
-	const auto cmd = read_cmd<ib_uverbs_modify_srq>(b);
-	EXPECT_EQ(cmd.hdr.command, unsigned{IB_USER_VERBS_CMD_MODIFY_SRQ});
+	const auto cmd = expect_cmd<ib_uverbs_modify_srq>(
+		b, IB_USER_VERBS_CMD_MODIFY_SRQ);
 	EXPECT_EQ(cmd.hdr.in_words, 8U);
 	const ib_uverbs_modify_srq &core = cmd.req;
 	EXPECT_EQ(core.attr_mask, unsigned{IBV_SRQ_MAX_WR});

@@ -682,8 +682,8 @@ TEST(XrcCommands, OpenXrcdAsLibibverbsWritesIt)
 	ASSERT_NE(x, nullptr) << errno;
 	const std::vector<unsigned char> b = p.drain();
 	ASSERT_GE(b.size(), sizeof(struct ibv_open_xrcd));
-	const auto cmd = read_cmd<ib_uverbs_open_xrcd>(b);
-	EXPECT_EQ(cmd.hdr.command, IB_USER_VERBS_CMD_OPEN_XRCD);
+	const auto cmd =
+		expect_cmd<ib_uverbs_open_xrcd>(b, IB_USER_VERBS_CMD_OPEN_XRCD);
 	const ib_uverbs_open_xrcd &req = cmd.req;
 	EXPECT_EQ(req.fd, 17U);
 	EXPECT_EQ(req.oflags, static_cast<__u32>(O_CREAT));
@@ -720,8 +720,8 @@ TEST(XrcCommands, CreateXsrqAsLibibverbsWritesIt)
 	si = nullptr;
 	const std::vector<unsigned char> b = p.drain();
 	ASSERT_GE(b.size(), sizeof(ibv_create_xsrq));
-	const auto cmd = read_cmd<ib_uverbs_create_xsrq>(b);
-	EXPECT_EQ(cmd.hdr.command, IB_USER_VERBS_CMD_CREATE_XSRQ);
+	const auto cmd = expect_cmd<ib_uverbs_create_xsrq>(
+		b, IB_USER_VERBS_CMD_CREATE_XSRQ);
 	const ib_uverbs_create_xsrq &req = cmd.req;
 	EXPECT_EQ(req.srq_type, static_cast<__u8>(IBV_SRQT_XRC));
 	EXPECT_EQ(req.pd_handle, 0x21U);

@@ -88,6 +88,16 @@ written_cmd<Req> read_cmd(const std::vector<unsigned char> &b, size_t off = 0)
 	return c;
 }
 
+/* read_cmd(), and the command number the command at byte off must have. */
+template <typename Req>
+written_cmd<Req> expect_cmd(const std::vector<unsigned char> &b,
+			    uint32_t command, size_t off = 0)
+{
+	const written_cmd<Req> c = read_cmd<Req>(b, off);
+	EXPECT_EQ(c.hdr.command, command) << "command at byte " << off;
+	return c;
+}
+
 } // namespace sroce::test
 
 #endif /* SROCE_TEST_UVERBS_PIPE_H */

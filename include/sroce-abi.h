@@ -97,12 +97,13 @@ struct sroce_queue_hdr {
 
 /*
  * sroce_queue_hdr.polling of a send queue, written by the kernel only:
- * nonzero while its requester runs or is queued to run, and so will read
- * the producer index again without a doorbell. The provider publishes the
+ * nonzero while its requester runs, is queued to run, or waits to send a
+ * WQE it fetched (then what ends the wait runs it), and so will read the
+ * producer index again without a doorbell. The provider publishes the
  * producer index, issues a full barrier, and leaves the doorbell out when
- * this is nonzero and SROCE_QUEUE_F_QP_ERR is not set. The requester
- * clears it, issues a full barrier, and reads the producer index once more
- * before it stops, so one side always sees the other. A kernel that
+ * this is nonzero and SROCE_QUEUE_F_QP_ERR is not set. A requester that
+ * stops otherwise clears it, issues a full barrier, and reads the producer
+ * index once more, so one side always sees the other. A kernel that
  * predates it leaves it 0: a doorbell for every post, as before. Nothing
  * the kernel does depends on its value.
  */

@@ -174,8 +174,6 @@ struct sroce_qp {
 		u32 busy_idx;
 		bool busy;
 		int cpu;		/* where the requester last ran */
-		/* The SQ's producer index when the requester last stopped. */
-		u32 prod_seen;
 	} req;
 	struct {
 		u32 idx;		/* oldest WQE not completed */

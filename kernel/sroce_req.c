@@ -391,24 +391,52 @@ static void sroce_req_queue(struct sroce_qp *qp)
 }
 
 /*
- * The requester is about to stop: tell the provider that a post needs a
- * doorbell again (sroce_queue_hdr.polling), then look at the producer
- * index once more. True if it moved since the last look: a post may have
- * left its doorbell out, so the requester runs again. Requester only
- * (SROCE_QPF_REQ_RUNNING held).
+ * Would the requester, which has sent all it fetched, fetch WQEs from the
+ * ring if it ran now: may it send (UD: in RTS), and is there room in the
+ * shadow? If not, what it waits for fetches them: the room an ACK frees
+ * (the completer kicks when the producer index moved), modify_qp to RTS,
+ * the RNR timer; in the error states the provider always rings. sq_lock
+ * held.
+ */
+static bool sroce_req_would_fetch(struct sroce_qp *qp)
+{
+	bool may = sroce_qp_is_ud(qp) ? READ_ONCE(qp->state) == IB_QPS_RTS :
+					sroce_req_may_send(qp);
+
+	return may && sroce_sq_room(qp);
+}
+
+/*
+ * The requester is about to stop. If an RC (or XRC) requester stops with
+ * a WQE fetched and not sent, it waits for something that kicks it (an ACK
+ * opening the window, the READs and atomics before a fence, the RNR,
+ * pacing or ACK timeout's timer, modify_qp back to RTS; the completer
+ * kicks whenever such a WQE is there), and that run fetches what was
+ * posted meanwhile: sroce_queue_hdr.polling stays set and posts leave
+ * their doorbell out. (UC and UD have no ACKs and no timer behind a packet
+ * that could not be sent.) Otherwise the provider must ring again: clear
+ * it, then look at the producer index once more. True if WQEs were published that a run would
+ * fetch now (a post may have left its doorbell out): the requester runs
+ * again. Only then - the process owns the producer word, and a run that
+ * would not fetch would find nothing to do however often it moved.
+ * Requester only (SROCE_QPF_REQ_RUNNING held).
  */
 static bool sroce_req_stop_polling(struct sroce_qp *qp)
 {
-	u32 prod;
+	bool again = false;
 
-	WRITE_ONCE(qp->sq.hdr->polling, 0);
-	/* Pairs with the provider's fence between producer store and this load. */
-	smp_mb();
-	prod = READ_ONCE(qp->sq.hdr->producer);
-	if (prod == qp->req.prod_seen)
-		return false;
-	qp->req.prod_seen = prod;
-	return true;
+	spin_lock_bh(&qp->sq_lock);
+	if (qp->req.cur == qp->req.fetched ||
+	    (qp->ibqp.qp_type != IB_QPT_RC &&
+	     qp->ibqp.qp_type != IB_QPT_XRC_INI)) {
+		WRITE_ONCE(qp->sq.hdr->polling, 0);
+		/* Pairs with the provider's fence between producer store and this load. */
+		smp_mb();
+		again = READ_ONCE(qp->sq.hdr->producer) != qp->sq.kidx &&
+			sroce_req_would_fetch(qp);
+	}
+	spin_unlock_bh(&qp->sq_lock);
+	return again;
 }
 
 static void sroce_req_exec(struct sroce_qp *qp)

@@ -127,6 +127,22 @@ static bool sroce_sq_fetch_one(struct sroce_qp *qp, u32 idx,
 }
 
 /*
+ * Shadow slots free for WQEs not fetched yet: those of WQEs completed, but
+ * not the one the requester is building a packet from. sq_lock held.
+ */
+u32 sroce_sq_room(struct sroce_qp *qp)
+{
+	u32 oldest = qp->comp.idx, room;
+
+	/* Pairs with the requester's smp_store_release() of busy. */
+	if (smp_load_acquire(&qp->req.busy) &&
+	    (s32)(qp->req.busy_idx - oldest) < 0)
+		oldest = qp->req.busy_idx;
+	room = qp->sq.num_slots - (qp->req.fetched - oldest);
+	return room > qp->sq.num_slots ? 0 : room;
+}
+
+/*
  * Pull newly posted WQEs into the shadow. Called with sq_lock held.
  * Returns false if the producer index is garbage: the QP cannot go on
  * (the caller reports it with sroce_qp_fatal() once the lock is dropped).
@@ -134,17 +150,11 @@ static bool sroce_sq_fetch_one(struct sroce_qp *qp, u32 idx,
 bool sroce_sq_fetch(struct sroce_qp *qp)
 {
 	int n = sroce_queue_count_produced(&qp->sq);
-	u32 oldest = qp->comp.idx, room;
+	u32 room;
 
 	if (n < 0)
 		return false;
-	/* Pairs with the requester's smp_store_release() of busy. */
-	if (smp_load_acquire(&qp->req.busy) &&
-	    (s32)(qp->req.busy_idx - oldest) < 0)
-		oldest = qp->req.busy_idx;
-	room = qp->sq.num_slots - (qp->req.fetched - oldest);
-	if (room > qp->sq.num_slots)
-		room = 0;
+	room = sroce_sq_room(qp);
 	if (n > room)
 		n = room;
 	while (n--) {

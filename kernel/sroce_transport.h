@@ -63,6 +63,7 @@ void sroce_req_kick(struct sroce_qp *qp, bool may_run_inline);
 int sroce_wqe_data(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 		   u32 off, void *buf, u32 len, enum sroce_copy_dir dir,
 		   int access);
+u32 sroce_sq_room(struct sroce_qp *qp);
 bool sroce_sq_fetch(struct sroce_qp *qp);
 int sroce_sq_next(struct sroce_qp *qp, u32 *idx);
 void sroce_sq_fail(struct sroce_qp *qp);

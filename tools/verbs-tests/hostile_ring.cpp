@@ -81,6 +81,8 @@ const Case kCases[] = {
 	{"hdr_garbage", "ring", "garbage in the SQ/RQ headers (geometry, flags, kernel-owned consumer)",
 	 case_hdr_garbage},
 	{"doorbell_flood", "ring", "thousands of doorbells on a healthy and on an errored QP", case_doorbell_flood},
+	{"producer_spin", "ring", "doorbells on a drained QP while a thread moves its SQ producer index",
+	 case_producer_spin},
 	{"fuzz", "ring", "random WQEs, indices, CQ consumers and state changes (--seed, --fuzz-rounds)", case_fuzz},
 	{"shadow_race", "optin",
 	 "requester reading its shadow WQE while a flush + doorbell refetches it (opt-in: --case shadow_race)",

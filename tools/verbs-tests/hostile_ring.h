@@ -413,6 +413,7 @@ void case_rq_index(Ctx &c, Checker &chk);
 void case_srq_ring(Ctx &c, Checker &chk);
 void case_hdr_garbage(Ctx &c, Checker &chk);
 void case_doorbell_flood(Ctx &c, Checker &chk);
+void case_producer_spin(Ctx &c, Checker &chk);
 // hostile_ring_fuzz.cpp
 void case_fuzz(Ctx &c, Checker &chk);
 void case_shadow_race(Ctx &c, Checker &chk);

@@ -297,12 +297,12 @@ public:
 
 	/*
 	 * After publish() to a send queue: must a doorbell tell the kernel?
-	 * Not while its requester runs or is queued to run and so reads the
-	 * producer index again anyway (sroce_queue_hdr.polling), unless the
-	 * QP is in error, where only a doorbell flushes. The full fence
-	 * orders our producer store before the loads; the requester clears
-	 * the flag, fences, then reads the producer, so at least one side
-	 * sees the other.
+	 * Not while its requester runs, is queued to run or waits to send a
+	 * WQE it fetched, and so reads the producer index again anyway
+	 * (sroce_queue_hdr.polling), unless the QP is in error, where only a
+	 * doorbell flushes. The full fence orders our producer store before
+	 * the loads; the requester clears the flag, fences, then reads the
+	 * producer, so at least one side sees the other.
 	 */
 	bool needs_doorbell() const noexcept
 	{

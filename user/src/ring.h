@@ -300,15 +300,13 @@ public:
 	 * Not while its requester runs, is queued to run or waits to send a
 	 * WQE it fetched, and so reads the producer index again anyway
 	 * (sroce_queue_hdr.polling), unless the QP is in error, where only a
-	 * doorbell flushes. The full fence orders our producer store before
-	 * the loads; the requester clears the flag, fences, then reads the
-	 * producer, so at least one side sees the other.
+	 * doorbell flushes. qp_in_error()'s full fence orders our producer
+	 * store before both loads; the requester clears the flag, fences,
+	 * then reads the producer, so at least one side sees the other.
 	 */
 	bool needs_doorbell() const noexcept
 	{
-		std::atomic_thread_fence(std::memory_order_seq_cst);
-		return (r_.load_flags() & SROCE_QUEUE_F_QP_ERR) ||
-		       !r_.load_polling();
+		return qp_in_error() || !r_.load_polling();
 	}
 
 	const ring &queue() const noexcept

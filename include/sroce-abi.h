@@ -97,9 +97,9 @@ struct sroce_queue_hdr {
 
 /*
  * sroce_queue_hdr.polling of a send queue, written by the kernel only:
- * nonzero while its requester runs, is queued to run, or waits to send a
- * WQE it fetched (then what ends the wait runs it), and so will read the
- * producer index again without a doorbell. The provider publishes the
+ * nonzero while its requester runs, is queued to run, or (RC, XRC) waits
+ * to send a WQE it fetched (then what ends the wait runs it), and so will
+ * read the producer index again without a doorbell. The provider publishes the
  * producer index, issues a full barrier, and leaves the doorbell out when
  * this is nonzero and SROCE_QUEUE_F_QP_ERR is not set. A requester that
  * stops otherwise clears it, issues a full barrier, and reads the producer

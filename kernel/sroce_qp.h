@@ -174,6 +174,8 @@ struct sroce_qp {
 		u32 busy_idx;
 		bool busy;
 		int cpu;		/* where the requester last ran */
+		/* The last packet could not be allocated (the requester's). */
+		bool tx_dropped;
 	} req;
 	struct {
 		u32 idx;		/* oldest WQE not completed */

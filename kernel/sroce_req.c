@@ -244,7 +244,11 @@ static int sroce_req_send(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 	if (sroce_tx_alloc(qp, tp, GFP_KERNEL)) {
 		/* Pairs with sroce_sq_fetch()'s smp_load_acquire(). */
 		smp_store_release(&qp->req.busy, false);
-		/* Like a lost packet: the retransmit timer recovers. */
+		/*
+		 * Like a lost packet: the retransmit timer recovers, or (no
+		 * ACK timeout) the next doorbell (sroce_req_waits()).
+		 */
+		qp->req.tx_dropped = true;
 		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);
 		return 0;
 	}
@@ -391,12 +395,11 @@ static void sroce_req_queue(struct sroce_qp *qp)
 }
 
 /*
- * Would the requester, which has sent all it fetched, fetch WQEs from the
- * ring if it ran now: may it send (UD: in RTS), and is there room in the
- * shadow? If not, what it waits for fetches them: the room an ACK frees
- * (the completer kicks when the producer index moved), modify_qp to RTS,
- * the RNR timer; in the error states the provider always rings. sq_lock
- * held.
+ * Would the requester fetch WQEs from the ring if it ran now: may it send
+ * (UD: in RTS), and is there room in the shadow? If not, what it waits for
+ * fetches them: the room an ACK frees (the completer kicks when the
+ * producer index moved), modify_qp to RTS, the RNR or pacing timer; in the
+ * error states the provider always rings. sq_lock held.
  */
 static bool sroce_req_would_fetch(struct sroce_qp *qp)
 {
@@ -407,40 +410,66 @@ static bool sroce_req_would_fetch(struct sroce_qp *qp)
 }
 
 /*
- * The requester is about to stop. If an RC (or XRC) requester stops with
- * a WQE fetched and not sent, it waits for something that kicks it (an ACK
- * opening the window, the READs and atomics before a fence, the RNR,
- * pacing or ACK timeout's timer, modify_qp back to RTS; the completer
- * kicks whenever such a WQE is there), and that run fetches what was
- * posted meanwhile: sroce_queue_hdr.polling stays set and posts leave
- * their doorbell out. (UC and UD have no ACKs and no timer behind a packet
- * that could not be sent.) Otherwise the provider must ring again: clear
- * it, then look at the producer index once more. True if WQEs were published that a run would
+ * Does the requester stop to wait for something that will run it again
+ * and fetch what was posted meanwhile? An RC (or XRC) requester with a WQE
+ * fetched and not sent does: an ACK opening the window, the READs and
+ * atomics before a fence, the RNR, pacing or ACK timeout's timer, modify_qp
+ * back to RTS (the completer kicks on every response while such a WQE is
+ * there) - unless the packet it stopped at could not be allocated: with no
+ * ACK timeout (timeout 0) nothing would run it again. UC and UD have no
+ * ACKs. sq_lock held.
+ */
+static bool sroce_req_waits(struct sroce_qp *qp)
+{
+	return qp->req.cur != qp->req.fetched && !qp->req.tx_dropped &&
+	       (qp->ibqp.qp_type == IB_QPT_RC ||
+		qp->ibqp.qp_type == IB_QPT_XRC_INI);
+}
+
+/* What one sroce_req_exec() call remembers of its extra runs. */
+struct sroce_req_rerun {
+	bool done;	/* it ran again for WQEs it would fetch... */
+	u32 kidx;	/* ...with the ring's consumer index here */
+};
+
+/*
+ * The requester is about to stop. If it waits (sroce_req_waits()),
+ * sroce_queue_hdr.polling stays set and posts leave their doorbell out.
+ * Otherwise the provider must ring again: clear it, then look at the
+ * producer index once more. True if WQEs were published that a run would
  * fetch now (a post may have left its doorbell out): the requester runs
- * again. Only then - the process owns the producer word, and a run that
- * would not fetch would find nothing to do however often it moved.
+ * again. Only then, and not again if the last such run fetched nothing
+ * (the process moved its producer index back: its own ring is broken, and
+ * its next doorbell runs the requester): the process owns that word, and a
+ * run that does not fetch would find nothing to do however often it moved.
  * Requester only (SROCE_QPF_REQ_RUNNING held).
  */
-static bool sroce_req_stop_polling(struct sroce_qp *qp)
+static bool sroce_req_stop_polling(struct sroce_qp *qp,
+				   struct sroce_req_rerun *r)
 {
 	bool again = false;
 
 	spin_lock_bh(&qp->sq_lock);
-	if (qp->req.cur == qp->req.fetched ||
-	    (qp->ibqp.qp_type != IB_QPT_RC &&
-	     qp->ibqp.qp_type != IB_QPT_XRC_INI)) {
+	if (!sroce_req_waits(qp)) {
 		WRITE_ONCE(qp->sq.hdr->polling, 0);
-		/* Pairs with the provider's fence between producer store and this load. */
+		/* Pairs with the provider's fence after its producer store. */
 		smp_mb();
 		again = READ_ONCE(qp->sq.hdr->producer) != qp->sq.kidx &&
-			sroce_req_would_fetch(qp);
+			sroce_req_would_fetch(qp) &&
+			!(r->done && r->kidx == qp->sq.kidx);
+		if (again) {
+			r->done = true;
+			r->kidx = qp->sq.kidx;
+		}
 	}
+	qp->req.tx_dropped = false;
 	spin_unlock_bh(&qp->sq_lock);
 	return again;
 }
 
 static void sroce_req_exec(struct sroce_qp *qp)
 {
+	struct sroce_req_rerun rerun = {};
 	bool more;
 
 	for (;;) {
@@ -454,7 +483,7 @@ static void sroce_req_exec(struct sroce_qp *qp)
 		       test_and_clear_bit(SROCE_QPF_REQ_AGAIN, &qp->flags))
 			more = sroce_req_process(qp);
 		/* More to do: the work queued below runs, and looks again. */
-		if (!more && sroce_req_stop_polling(qp))
+		if (!more && sroce_req_stop_polling(qp, &rerun))
 			set_bit(SROCE_QPF_REQ_AGAIN, &qp->flags);
 		clear_bit_unlock(SROCE_QPF_REQ_RUNNING, &qp->flags);
 		/* Pairs with the kicker's set_bit(AGAIN) before its test. */

@@ -467,6 +467,27 @@ static bool sroce_req_stop_polling(struct sroce_qp *qp,
 	return again;
 }
 
+/*
+ * A flush (the QP went to an error state) fetches no more than the shadow
+ * has room for, and a slot this requester held busy while it sent counts
+ * against that room: WQEs could stay in the ring unflushed (posted while
+ * polling was set, their doorbells left out; or rung for while the shadow
+ * was full), and nothing would look at them again. The requester is done
+ * with its slot when its run ends: it flushes again then. Either this sees
+ * the error state, or the flush saw the slot free (the full barriers here
+ * and after the state's change).
+ */
+static void sroce_req_flush_rest(struct sroce_qp *qp)
+{
+	enum ib_qp_state state;
+
+	/* Pairs with sroce_qp_mark_error()'s (the state set before it). */
+	smp_mb();
+	state = READ_ONCE(qp->state);
+	if (state == IB_QPS_ERR || state == IB_QPS_SQE)
+		sroce_sq_flush(qp);
+}
+
 static void sroce_req_exec(struct sroce_qp *qp)
 {
 	struct sroce_req_rerun rerun = {};
@@ -494,8 +515,9 @@ static void sroce_req_exec(struct sroce_qp *qp)
 			return;
 		}
 		if (!test_bit(SROCE_QPF_REQ_AGAIN, &qp->flags))
-			return;
+			break;
 	}
+	sroce_req_flush_rest(qp);
 }
 
 static void sroce_req_work_any(struct work_struct *work)

@@ -561,6 +561,7 @@ TEST(SendqModel, EveryMessageOnceInOrderWhateverTheLinkDoes)
 		{"loss 20%, jitter 50%", 0.2, 0, 0.5, 3},
 		{"jitter 90%, 12 places", 0, 0, 0.9, 12},
 		{"loss 1%, jitter 90%, 12 places", 0.01, 0, 0.9, 12},
+		{"loss 10%", 0.1, 0, 0, 3},
 	};
 	for (const auto &c : cases) {
 		for (uint32_t seed = 1; seed <= 20; seed++) {

@@ -469,22 +469,27 @@ static bool sroce_req_stop_polling(struct sroce_qp *qp,
 
 /*
  * A flush (the QP went to an error state) fetches no more than the shadow
- * has room for, and a slot this requester held busy while it sent counts
- * against that room: WQEs could stay in the ring unflushed (posted while
- * polling was set, their doorbells left out; or rung for while the shadow
- * was full), and nothing would look at them again. The requester is done
- * with its slot when its run ends: it flushes again then. Either this sees
- * the error state, or the flush saw the slot free (the full barriers here
- * and after the state's change).
+ * has room for, and a slot this requester holds busy while it sends counts
+ * against that room when its WQE was retired meanwhile (an ACKed resend,
+ * a UC WQE done, an earlier flush): WQEs could stay in the ring unflushed
+ * (posted while polling was set, their doorbells left out), and nothing
+ * would look at them again. The requester is done with its slot at the
+ * end of its run: it flushes again then, before it lets another run
+ * start. Either this sees the error state, or the flush saw the slot free
+ * (the full barrier here, and the one after the state's change in
+ * sroce_qp_mark_error() or sroce_qp_sq_error()). A QP being destroyed is
+ * left alone, as sroce_req_kick() leaves it. Requester only
+ * (SROCE_QPF_REQ_RUNNING held).
  */
 static void sroce_req_flush_rest(struct sroce_qp *qp)
 {
 	enum ib_qp_state state;
 
-	/* Pairs with sroce_qp_mark_error()'s (the state set before it). */
+	/* Pairs with the barrier after the error state's store. */
 	smp_mb();
 	state = READ_ONCE(qp->state);
-	if (state == IB_QPS_ERR || state == IB_QPS_SQE)
+	if ((state == IB_QPS_ERR || state == IB_QPS_SQE) &&
+	    !test_bit(SROCE_QPF_DYING, &qp->flags))
 		sroce_sq_flush(qp);
 }
 
@@ -504,8 +509,11 @@ static void sroce_req_exec(struct sroce_qp *qp)
 		       test_and_clear_bit(SROCE_QPF_REQ_AGAIN, &qp->flags))
 			more = sroce_req_process(qp);
 		/* More to do: the work queued below runs, and looks again. */
-		if (!more && sroce_req_stop_polling(qp, &rerun))
-			set_bit(SROCE_QPF_REQ_AGAIN, &qp->flags);
+		if (!more) {
+			sroce_req_flush_rest(qp);
+			if (sroce_req_stop_polling(qp, &rerun))
+				set_bit(SROCE_QPF_REQ_AGAIN, &qp->flags);
+		}
 		clear_bit_unlock(SROCE_QPF_REQ_RUNNING, &qp->flags);
 		/* Pairs with the kicker's set_bit(AGAIN) before its test. */
 		smp_mb__after_atomic();
@@ -515,9 +523,8 @@ static void sroce_req_exec(struct sroce_qp *qp)
 			return;
 		}
 		if (!test_bit(SROCE_QPF_REQ_AGAIN, &qp->flags))
-			break;
+			return;
 	}
-	sroce_req_flush_rest(qp);
 }
 
 static void sroce_req_work_any(struct work_struct *work)

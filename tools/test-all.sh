@@ -149,7 +149,7 @@ if [[ -n ${SROCE_TIMING_PAUSE:-} && -n ${group[0]} ]] && kill -STOP -- -"$SROCE_
 fi
 for ((g = 0; g < guests; g++)); do
 	[[ -n ${group[g]} ]] || continue
-	if ((g == 1)) && [[ -n ${pids[0]:-} ]] && ! timing_done; then
+	if ((g >= 1)) && [[ -n ${pids[0]:-} ]] && ! timing_done; then
 		t0=$SECONDS
 		echo "test: the other guests wait for guest 0's timing tests"
 		while ! timing_done; do sleep 2; done

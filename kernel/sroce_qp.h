@@ -174,7 +174,10 @@ struct sroce_qp {
 		u32 busy_idx;
 		bool busy;
 		int cpu;		/* where the requester last ran */
-		/* The last packet could not be allocated (the requester's). */
+		/*
+		 * A packet could not be allocated since the requester last
+		 * stopped (the requester's; cleared when it stops).
+		 */
 		bool tx_dropped;
 	} req;
 	struct {

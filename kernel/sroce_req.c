@@ -412,12 +412,13 @@ static bool sroce_req_would_fetch(struct sroce_qp *qp)
 /*
  * Does the requester stop to wait for something that will run it again
  * and fetch what was posted meanwhile? An RC (or XRC) requester with a WQE
- * fetched and not sent does: an ACK opening the window, the READs and
- * atomics before a fence, the RNR, pacing or ACK timeout's timer, modify_qp
- * back to RTS (the completer kicks on every response while such a WQE is
- * there) - unless the packet it stopped at could not be allocated: with no
- * ACK timeout (timeout 0) nothing would run it again. UC and UD have no
- * ACKs. sq_lock held.
+ * fetched and not sent does: an ACK opening the window, every earlier WQE
+ * completing before a fenced one, a READ or atomic slot (max_rd_atomic),
+ * the RNR, pacing or ACK timeout's timer, modify_qp back to RTS (the
+ * completer kicks on every response while such a WQE is there) - unless a
+ * packet could not be allocated since it last stopped: with no ACK timeout
+ * (timeout 0) nothing would run it again. UC and UD have no ACKs. sq_lock
+ * held.
  */
 static bool sroce_req_waits(struct sroce_qp *qp)
 {

@@ -178,7 +178,8 @@ for ((g = 0; g < guests; g++)); do
 		>"$LOG/selftests.$g.log" 2>&1 &
 	pids[g]=$!
 done
-# (one guest, or guest 0 with no timing tests: nothing to wait for)
+# (one guest, or no other guest with tests: nobody waited above) Continue
+# the paused group once guest 0's timing tests are done.
 if [[ -n $paused ]]; then
 	while ! timing_done; do sleep 2; done
 	timing_resume

@@ -291,6 +291,28 @@ static void sroce_comp_rnr_timeout(struct timer_list *t)
 	sroce_req_kick(qp, false);
 }
 
+/*
+ * The requester could not allocate a packet of an RC or XRC QP (the
+ * requester's, after its send; sq_lock not held). Like an RNR NAK the peer
+ * did not send: the requester holds off for a millisecond or more, then
+ * goes back N, uncharged: no retry is spent on the host's memory, and no
+ * ACK timeout is needed (at timeout 0 there is none). Not if an RNR wait
+ * began meanwhile (it went back already), nor once the QP stopped sending.
+ */
+void sroce_comp_nomem(struct sroce_qp *qp)
+{
+	spin_lock_bh(&qp->sq_lock);
+	if (sroce_comp_sending(qp) && !qp->comp.rnr_wait) {
+		qp->comp.rnr_wait = true;
+		sroce_read_track_rewound(&qp->comp.rr);
+		sroce_comp_rewind(qp);
+		if (!test_bit(SROCE_QPF_DYING, &qp->flags))
+			mod_timer(&qp->comp.rnr_timer,
+				  jiffies + msecs_to_jiffies(1) + 1);
+	}
+	spin_unlock_bh(&qp->sq_lock);
+}
+
 /* The completer's timers, for a new QP. */
 void sroce_comp_timers_init(struct sroce_qp *qp)
 {

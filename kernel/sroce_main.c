@@ -7,6 +7,7 @@
  *   rdma link delete NAME
  */
 
+#include <linux/debugfs.h>
 #include <linux/module.h>
 #include <linux/if_arp.h>
 #include <linux/mutex.h>
@@ -17,6 +18,9 @@
 #include "sroce.h"
 #include "sroce_cc.h"
 #include "sroce_transport.h"
+
+/* debugfs sroce/: test knobs (sroce_tx_debugfs_init()), root's. */
+static struct dentry *sroce_debugfs;
 
 /* Serialises the existence checks in newlink with the registration. */
 static DEFINE_MUTEX(sroce_link_lock);
@@ -133,6 +137,8 @@ static int __init sroce_init(void)
 		destroy_workqueue(sroce_wq);
 		return err;
 	}
+	sroce_debugfs = debugfs_create_dir("sroce", NULL);
+	sroce_tx_debugfs_init(sroce_debugfs);
 	rdma_link_register(&sroce_link_ops);
 	pr_info("sroce: version %s loaded (uverbs ABI %u)\n", SROCE_VERSION,
 		SROCE_UVERBS_ABI_VERSION);
@@ -143,6 +149,7 @@ static void __exit sroce_exit(void)
 {
 	/* No new links, then every device (waits for queued ones), then nets. */
 	rdma_link_unregister(&sroce_link_ops);
+	debugfs_remove(sroce_debugfs);
 	ib_unregister_driver((enum rdma_driver_id)SROCE_DRIVER_ID);
 	sroce_net_exit();
 	destroy_workqueue(sroce_pace_wq);

@@ -174,11 +174,6 @@ struct sroce_qp {
 		u32 busy_idx;
 		bool busy;
 		int cpu;		/* where the requester last ran */
-		/*
-		 * A packet could not be allocated since the requester last
-		 * stopped (the requester's; cleared when it stops).
-		 */
-		bool tx_dropped;
 	} req;
 	struct {
 		u32 idx;		/* oldest WQE not completed */

@@ -230,6 +230,21 @@ static void sroce_req_advance(struct sroce_qp *qp,
 }
 
 /*
+ * A UC WQE's last packet went out, or was dropped: the WQE is done
+ * (sroce_req_advance() marked it so) and, UC being unacknowledged,
+ * complete. Retire it, and what completed before it.
+ */
+static void sroce_req_uc_done(struct sroce_qp *qp, struct sroce_wqe_st *st,
+			      const struct sroce_req_pos *pos)
+{
+	spin_lock_bh(&qp->sq_lock);
+	if ((s32)(pos->idx - qp->comp.idx) >= 0 &&
+	    st->state == SROCE_WQE_DONE && st->status == IB_WC_SUCCESS)
+		qp->comp.psn = qp->req.psn;
+	sroce_sq_retire_unlock(qp);
+}
+
+/*
  * Fill the packet's payload from the WQE's memory and send it, outside the
  * SQ lock, the WQE's shadow slot held busy (sroce_sq_fetch() leaves it
  * alone). Returns what sroce_req_one() returns.
@@ -244,12 +259,17 @@ static int sroce_req_send(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 	if (sroce_tx_alloc(qp, tp, GFP_KERNEL)) {
 		/* Pairs with sroce_sq_fetch()'s smp_load_acquire(). */
 		smp_store_release(&qp->req.busy, false);
-		/*
-		 * Like a lost packet: the retransmit timer recovers, or (no
-		 * ACK timeout) the next doorbell (sroce_req_waits()).
-		 */
-		qp->req.tx_dropped = true;
 		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);
+		/*
+		 * RC and XRC hold off and go back for it (not waiting for an
+		 * ACK timeout that, at timeout 0, never comes). A UC WQE is
+		 * complete, as if its last packet were lost on the wire:
+		 * left unretired, a fenced WQE after it would wait for ever.
+		 */
+		if (!pos->uc)
+			sroce_comp_nomem(qp);
+		else if (pos->at.last)
+			sroce_req_uc_done(qp, st, pos);
 		return 0;
 	}
 	if (w->opcode == SROCE_WR_ATOMIC_WRITE) {
@@ -271,13 +291,8 @@ static int sroce_req_send(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 		return 1;
 	}
 	sroce_tx_send(qp, tp);
-	if (pos->uc && pos->at.last) {
-		spin_lock_bh(&qp->sq_lock);
-		if ((s32)(pos->idx - qp->comp.idx) >= 0 &&
-		    st->state == SROCE_WQE_DONE && st->status == IB_WC_SUCCESS)
-			qp->comp.psn = qp->req.psn;
-		sroce_sq_retire_unlock(qp);
-	}
+	if (pos->uc && pos->at.last)
+		sroce_req_uc_done(qp, st, pos);
 	return 1;
 }
 
@@ -414,15 +429,14 @@ static bool sroce_req_would_fetch(struct sroce_qp *qp)
  * and fetch what was posted meanwhile? An RC (or XRC) requester with a WQE
  * fetched and not sent does: an ACK opening the window, every earlier WQE
  * completing before a fenced one, a READ or atomic slot (max_rd_atomic),
- * the RNR, pacing or ACK timeout's timer, modify_qp back to RTS (the
- * completer kicks on every response while such a WQE is there) - unless a
- * packet could not be allocated since it last stopped: with no ACK timeout
- * (timeout 0) nothing would run it again. UC and UD have no ACKs. sq_lock
- * held.
+ * the RNR, pacing or ACK timeout's timer, the hold after a packet it could
+ * not allocate (sroce_comp_nomem()), modify_qp back to RTS (the completer
+ * kicks on every response while such a WQE is there). UC and UD have no
+ * ACKs. sq_lock held.
  */
 static bool sroce_req_waits(struct sroce_qp *qp)
 {
-	return qp->req.cur != qp->req.fetched && !qp->req.tx_dropped &&
+	return qp->req.cur != qp->req.fetched &&
 	       (qp->ibqp.qp_type == IB_QPT_RC ||
 		qp->ibqp.qp_type == IB_QPT_XRC_INI);
 }
@@ -463,7 +477,6 @@ static bool sroce_req_stop_polling(struct sroce_qp *qp,
 			r->kidx = qp->sq.kidx;
 		}
 	}
-	qp->req.tx_dropped = false;
 	spin_unlock_bh(&qp->sq_lock);
 	return again;
 }

@@ -14,7 +14,8 @@
  *   retry_left   transport retries left for the oldest WQE (retry_cnt)
  *   rnr_left     RNR retries left (7: infinite)
  *   backoff      ACK timeout doublings since the last progress
- *   rnr_wait     1 while waiting out an RNR NAK's timer
+ *   rnr_wait     1 while waiting out an RNR NAK's timer (or the hold after
+ *                a packet that could not be allocated)
  *   epsn         the responder's expected PSN
  *   msn          the responder's message sequence number
  * then the DCQCN state (sroce_cc_fill_res_qp()).

@@ -33,6 +33,7 @@ struct sroce_txpkt {
 
 /* sroce_tx.c */
 int sroce_tx_alloc(struct sroce_qp *qp, struct sroce_txpkt *tp, gfp_t gfp);
+void sroce_tx_debugfs_init(struct dentry *dir);
 int sroce_tx_send(struct sroce_qp *qp, struct sroce_txpkt *tp);
 void sroce_tx_free(struct sroce_txpkt *tp);
 u32 sroce_wire_len(const struct sroce_qp *qp, const struct sroce_pkt *pkt);
@@ -98,6 +99,7 @@ void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status);
 void sroce_comp_timers_init(struct sroce_qp *qp);
 void sroce_comp_timers(struct sroce_qp *qp, enum sroce_gbn_timer t);
 void sroce_comp_heard(struct sroce_qp *qp, bool idle, bool fatal);
+void sroce_comp_nomem(struct sroce_qp *qp);
 
 /* sroce_resp.c: responder */
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,

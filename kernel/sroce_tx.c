@@ -5,6 +5,7 @@
  * computed), routes cached per QP.
  */
 
+#include <linux/debugfs.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/skbuff.h>
@@ -26,6 +27,19 @@
 
 #define SROCE_TX_HEADROOM	(LL_MAX_HEADER + sizeof(struct ipv6hdr) + \
 				 sizeof(struct udphdr))
+
+/*
+ * A test of what a failed allocation leaves behind: while this is N > 0,
+ * the next N packets sroce_tx_alloc() is asked for are not allocated, as if
+ * the kernel were out of memory (debugfs sroce/fail_tx_alloc, root's).
+ */
+static atomic_t sroce_fail_tx_alloc = ATOMIC_INIT(0);
+
+void sroce_tx_debugfs_init(struct dentry *dir)
+{
+	debugfs_create_atomic_t("fail_tx_alloc", 0600, dir,
+				&sroce_fail_tx_alloc);
+}
 
 /**
  * sroce_tx_alloc - allocate the skb for @tp and write its RoCE headers
@@ -49,6 +63,9 @@ int sroce_tx_alloc(struct sroce_qp *qp, struct sroce_txpkt *tp, gfp_t gfp)
 	pad = sroce_pad_len(tp->pkt.payload_len);
 	len = hdr_len + tp->pkt.payload_len + pad + SROCE_ICRC_LEN;
 
+	if (unlikely(atomic_read(&sroce_fail_tx_alloc)) &&
+	    atomic_dec_if_positive(&sroce_fail_tx_alloc) >= 0)
+		return -ENOMEM;
 	skb = alloc_skb(SROCE_TX_HEADROOM + len, gfp);
 	if (!skb)
 		return -ENOMEM;

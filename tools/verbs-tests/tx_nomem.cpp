@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * tx_nomem: what a packet the kernel could not allocate leaves behind.
+ *
+ * sroce's debugfs knob sroce/fail_tx_alloc (root's) makes the next N packet
+ * allocations fail, as if the kernel were out of memory. Each case writes
+ * it right before it posts, on a fresh pair of connected QPs (A sends to
+ * B, nothing else sending), and checks:
+ *  - uc: a one-packet UC WRITE whose packet was not allocated completes
+ *    successfully, like one lost on the wire (UC is unreliable), and so
+ *    does the fenced WRITE posted behind it; the second's data is at B,
+ *    the first's is not. (The first used to stay unretired: neither ever
+ *    completed.)
+ *  - rc-timeout-0: an RC WRITE (ACK timeout 0: none, retry_cnt 7) whose
+ *    packet was not allocated still completes, its data at B: the
+ *    requester holds off and sends it again without waiting for an ACK
+ *    timeout that never comes. (It used to wait for the next post.)
+ *  - rc-no-retry: an RC WRITE of 64 KiB (ACK timeout 18, retry_cnt 0) whose
+ *    first 3 packets were not allocated completes successfully, its data
+ *    at B: the host's memory costs no transport retry. (With retry_cnt 0
+ *    the ACK timeout after the drop used to fail it with RETRY_EXC_ERR.)
+ *  - ud: a UD SEND whose packet was not allocated completes successfully
+ *    (a datagram lost), B receives only the one posted behind it.
+ * Each case also checks that the knob was used up (it reads back 0).
+ *
+ * Output: "PASS CASE ..." or "FAIL CASE" per case, a failure's reasons on
+ * indented "FAIL: ..." lines before it. Exit status 0 all passed, 1 a case
+ * failed, 2 setup/usage error (the knob missing or not writable included).
+ */
+#include "common.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace vt;
+
+namespace
+{
+
+constexpr uint32_t kQkey = 0x11110000;
+constexpr size_t kGrh = 40;
+constexpr size_t kSmall = 256;          // one packet at any path MTU
+constexpr size_t kBig = 64 * 1024;      // rc-no-retry's WRITE
+constexpr size_t kBufLen = 2 * kBig;
+
+struct Options : CommonOptions {
+	std::string knob = "/sys/kernel/debug/sroce/fail_tx_alloc";
+	int timeout = 10; // seconds a completion may take
+	std::vector<std::string> cases;
+};
+
+const char *const kCases[] = {"uc", "rc-timeout-0", "rc-no-retry", "ud"};
+
+using AhPtr = std::unique_ptr<ibv_ah, IbvDeleter<ibv_ah, ibv_destroy_ah>>;
+
+void knob_write(const std::string &path, int n)
+{
+	std::ofstream f(path);
+	if (!f)
+		throw Error(strf("cannot open %s for writing (root, debugfs, sroce.ko loaded?)", path.c_str()));
+	f << n << '\n';
+	f.flush();
+	if (!f)
+		throw Error(strf("cannot write %d to %s", n, path.c_str()));
+}
+
+int knob_read(const std::string &path)
+{
+	std::ifstream f(path);
+	int n = -1;
+	if (!(f >> n))
+		throw Error(strf("cannot read %s", path.c_str()));
+	return n;
+}
+
+QpPtr make_qp(const Endpoint &ep, ibv_qp_type t)
+{
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ep.scq.get();
+	ia.recv_cq = ep.rcq.get();
+	ia.qp_type = t;
+	ia.cap.max_send_wr = 8;
+	ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	QpPtr q(ibv_create_qp(ep.pd.get(), &ia));
+	if (!q)
+		throw_errno(strf("%s: ibv_create_qp", ep.label.c_str()), errno);
+	return q;
+}
+
+// One case: A's QP and buffer, B's QP and buffer, of one type, connected.
+class Case
+{
+public:
+	Case(const Options &o, ibv_qp_type t, const ConnParams &p) : o_(o), t_(t)
+	{
+		a_ = open_endpoint("A", o.a, o.ipv6, false, 16);
+		b_ = open_endpoint("B", o.b, o.ipv6, false, 16);
+		qa_ = make_qp(*a_, t);
+		qb_ = make_qp(*b_, t);
+		ConnParams cp = p;
+		cp.mtu = pick_mtu(*a_, *b_, o.mtu);
+		cp.qkey = kQkey;
+		connect_qp(*a_, qa_.get(), *b_, qb_->qp_num, cp, 0);
+		connect_qp(*b_, qb_.get(), *a_, qa_->qp_num, cp, 0);
+		sbuf_.assign(kBufLen, 0);
+		rbuf_.assign(kBufLen + kGrh, 0);
+		smr_ = reg_mr(a_->pd.get(), sbuf_.data(), sbuf_.size(), IBV_ACCESS_LOCAL_WRITE);
+		rmr_ = reg_mr(b_->pd.get(), rbuf_.data(), rbuf_.size(),
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		if (t == IBV_QPT_UD) {
+			ibv_ah_attr ah = ah_attr_to(*a_, *b_);
+			ah_.reset(ibv_create_ah(a_->pd.get(), &ah));
+			if (!ah_)
+				throw_errno("A: ibv_create_ah", errno);
+		}
+	}
+
+	// A's bytes [off, off + len) are fill; B's are zero.
+	void fill(size_t off, size_t len, uint8_t fill) { std::memset(sbuf_.data() + off, fill, len); }
+
+	// WR id, a WRITE (UD: a SEND) of A's [off, off + len) to B's same place.
+	void post(uint64_t id, size_t off, size_t len, unsigned flags = 0)
+	{
+		ibv_sge sge{reinterpret_cast<uintptr_t>(sbuf_.data()) + off, static_cast<uint32_t>(len), smr_->lkey};
+		ibv_send_wr w = signaled_wr(id, sge, t_ == IBV_QPT_UD ? IBV_WR_SEND : IBV_WR_RDMA_WRITE);
+		w.send_flags |= flags;
+		if (t_ == IBV_QPT_UD) {
+			w.wr.ud.ah = ah_.get();
+			w.wr.ud.remote_qpn = qb_->qp_num;
+			w.wr.ud.remote_qkey = kQkey;
+		} else {
+			w.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(rbuf_.data()) + off;
+			w.wr.rdma.rkey = rmr_->rkey;
+		}
+		ibv_send_wr *bad = nullptr;
+		int rc = ibv_post_send(qa_.get(), &w, &bad);
+		if (rc)
+			throw_errno("A: ibv_post_send", rc);
+	}
+
+	// B posts a receive for a datagram at its [off, off + kGrh + len).
+	void post_recv(uint64_t id, size_t off, size_t len)
+	{
+		ibv_sge sge{reinterpret_cast<uintptr_t>(rbuf_.data()) + off, static_cast<uint32_t>(kGrh + len),
+			    rmr_->lkey};
+		ibv_recv_wr w{}, *bad = nullptr;
+		w.wr_id = id;
+		w.sg_list = &sge;
+		w.num_sge = 1;
+		int rc = ibv_post_recv(qb_.get(), &w, &bad);
+		if (rc)
+			throw_errno("B: ibv_post_recv", rc);
+	}
+
+	// A's send completions: want them (ids, in order, successful) within
+	// the timeout, and no more.
+	void expect_completions(Checker &c, const std::vector<uint64_t> &ids)
+	{
+		auto wc = collect(*a_, a_->scq.get(), ids.size(), std::chrono::seconds(o_.timeout));
+		std::string got;
+		for (auto &w : wc)
+			got += strf(" WR %llu %s;", static_cast<unsigned long long>(w.wr_id),
+				    ibv_wc_status_str(w.status));
+		bool ok = wc.size() == ids.size();
+		for (size_t i = 0; ok && i < wc.size(); i++)
+			ok = wc[i].wr_id == ids[i] && wc[i].status == IBV_WC_SUCCESS;
+		c.expect(ok, strf("A: %zu send completions, successful, in order, within %d s", ids.size(), o_.timeout),
+			 strf("got %zu:%s", wc.size(), got.c_str()));
+		ibv_wc extra;
+		c.expect(ibv_poll_cq(a_->scq.get(), 1, &extra) == 0, "A: no other send completion");
+		c.expect(qp_state(qa_.get()) == IBV_QPS_RTS, "A: QP still in RTS",
+			 qp_state_str(qp_state(qa_.get())));
+	}
+
+	// B's bytes [off, off + len) are what A sent (sent) or still zero.
+	void expect_at_b(Checker &c, size_t off, size_t len, bool sent, const std::string &what)
+	{
+		size_t bad = 0;
+		for (size_t i = 0; i < len; i++)
+			bad += rbuf_[off + i] != (sent ? sbuf_[off + i] : 0);
+		c.expect(!bad, strf("B: %s", what.c_str()), strf("%zu of %zu bytes differ", bad, len));
+	}
+
+	// B's bytes [off, off + len) are all fill.
+	void expect_payload(Checker &c, size_t off, size_t len, uint8_t fill, const std::string &what)
+	{
+		size_t bad = 0;
+		for (size_t i = 0; i < len; i++)
+			bad += rbuf_[off + i] != fill;
+		c.expect(!bad, strf("B: %s", what.c_str()), strf("%zu of %zu bytes differ", bad, len));
+	}
+
+	Endpoint &b() { return *b_; }
+	const Options &o_;
+
+private:
+	ibv_qp_type t_;
+	std::unique_ptr<Endpoint> a_, b_;
+	QpPtr qa_, qb_;
+	AhPtr ah_;
+	std::vector<uint8_t> sbuf_, rbuf_;
+	MrPtr smr_, rmr_;
+};
+
+void expect_knob_used(Checker &c, const Options &o)
+{
+	int left = knob_read(o.knob);
+	c.expect(left == 0, "every allocation failure the case asked for happened", strf("%d left", left));
+	if (left)
+		knob_write(o.knob, 0);
+}
+
+void case_uc(const Options &o, Checker &c)
+{
+	ConnParams p;
+	p.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	Case k(o, IBV_QPT_UC, p);
+	k.fill(0, kSmall, 0x11);
+	k.fill(kBig, kSmall, 0x22);
+	knob_write(o.knob, 1);
+	k.post(1, 0, kSmall);
+	k.post(2, kBig, kSmall, IBV_SEND_FENCE);
+	k.expect_completions(c, {1, 2});
+	expect_knob_used(c, o);
+	k.expect_at_b(c, 0, kSmall, false, "the WRITE whose packet was not allocated did not arrive");
+	k.expect_at_b(c, kBig, kSmall, true, "the fenced WRITE behind it arrived");
+}
+
+void rc_case(const Options &o, Checker &c, uint8_t timeout, uint8_t retry_cnt, int fails, size_t len)
+{
+	ConnParams p;
+	p.timeout = timeout;
+	p.retry_cnt = retry_cnt;
+	Case k(o, IBV_QPT_RC, p);
+	for (size_t i = 0; i < len; i++)
+		k.fill(i, 1, static_cast<uint8_t>(mix64(i)));
+	knob_write(o.knob, fails);
+	k.post(1, 0, len);
+	k.expect_completions(c, {1});
+	expect_knob_used(c, o);
+	k.expect_at_b(c, 0, len, true, strf("the %zu bytes arrived", len));
+}
+
+void case_ud(const Options &o, Checker &c)
+{
+	Case k(o, IBV_QPT_UD, ConnParams{});
+	k.fill(0, kSmall, 0x33);
+	k.fill(kBig, kSmall, 0x44);
+	k.post_recv(1, 0, kSmall);
+	k.post_recv(2, kBig, kSmall);
+	knob_write(o.knob, 1);
+	k.post(1, 0, kSmall);
+	k.post(2, kBig, kSmall);
+	k.expect_completions(c, {1, 2});
+	expect_knob_used(c, o);
+	// Only the second datagram: it lands in B's first receive.
+	auto rw = collect(k.b(), k.b().rcq.get(), 2, std::chrono::seconds(2));
+	c.expect(rw.size() == 1 && rw[0].status == IBV_WC_SUCCESS && rw[0].wr_id == 1 &&
+			 rw[0].byte_len == kGrh + kSmall,
+		 "B: received one datagram (the second), into its first receive",
+		 strf("%zu receive completions", rw.size()));
+	k.expect_payload(c, kGrh, kSmall, 0x44, "the datagram in its first receive is the second's");
+}
+
+void usage(FILE *f)
+{
+	std::fprintf(f,
+		     "usage: tx_nomem [options]\n"
+		     "%s"
+		     "  --knob PATH       sroce's fail_tx_alloc (default /sys/kernel/debug/sroce/fail_tx_alloc)\n"
+		     "  --case NAME       run only this case (repeatable): uc, rc-timeout-0, rc-no-retry, ud\n"
+		     "  --timeout SECS    a completion may take this long (default 10)\n"
+		     "Exit status: 0 all cases passed, 1 a case failed, 2 setup/usage error.\n",
+		     kCommonUsage);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	return guarded_main("tx_nomem", [&] {
+		Options o;
+		enum { O_KNOB = 256, O_CASE, O_TIMEOUT };
+		int rc = parse_args(argc, argv, o, "h",
+				    {{"knob", required_argument, nullptr, O_KNOB},
+				     {"case", required_argument, nullptr, O_CASE},
+				     {"timeout", required_argument, nullptr, O_TIMEOUT}},
+				    usage, [&](int c, const char *arg) {
+					    switch (c) {
+					    case O_KNOB: o.knob = arg; return true;
+					    case O_CASE: o.cases.emplace_back(arg); return true;
+					    case O_TIMEOUT: o.timeout = std::stoi(arg); return true;
+					    default: return false;
+					    }
+				    });
+		if (rc >= 0)
+			return rc;
+		if (o.timeout < 1)
+			throw Error("--timeout at least 1");
+		for (auto &n : o.cases)
+			if (std::find(std::begin(kCases), std::end(kCases), n) == std::end(kCases))
+				throw Error(strf("unknown case %s", n.c_str()));
+		knob_write(o.knob, 0);
+		int failed = 0;
+		for (const char *name : kCases) {
+			if (!o.cases.empty() && std::find(o.cases.begin(), o.cases.end(), name) == o.cases.end())
+				continue;
+			std::printf("--- %s\n", name);
+			std::fflush(stdout);
+			Checker c;
+			std::string n = name;
+			if (n == "uc")
+				case_uc(o, c);
+			else if (n == "rc-timeout-0")
+				rc_case(o, c, 0, 7, 1, kSmall);
+			else if (n == "rc-no-retry")
+				rc_case(o, c, 18, 0, 3, kBig);
+			else
+				case_ud(o, c);
+			std::printf("%s %s\n", c.ok ? "PASS" : "FAIL", name);
+			std::fflush(stdout);
+			failed += !c.ok;
+		}
+		return failed ? 1 : 0;
+	});
+}

@@ -383,13 +383,16 @@ static int sroce_req_one(struct sroce_qp *qp)
 	return sroce_req_send(qp, w, st, &pos, &tp);
 }
 
-static bool sroce_req_process(struct sroce_qp *qp)
+/*
+ * Send what there is, out of *@budget packets (or WQEs handled). False when
+ * there is nothing to do now; true when the budget ran out first.
+ */
+static bool sroce_req_process(struct sroce_qp *qp, int *budget)
 {
-	int budget = SROCE_REQ_BUDGET;
-
-	while (budget--) {
+	while (*budget > 0) {
 		if (!sroce_req_one(qp))
 			return false;
+		(*budget)--;
 	}
 	return true;
 }
@@ -507,9 +510,16 @@ static void sroce_req_flush_rest(struct sroce_qp *qp)
 		sroce_sq_flush(qp);
 }
 
+/*
+ * Run the requester, unless it runs already (it runs again then: AGAIN).
+ * One call sends at most SROCE_REQ_BUDGET packets, however often kicks
+ * and reruns bring it back; the rest goes to the work queue (a doorbell's
+ * syscall, or one work item, does not send for ever while others post).
+ */
 static void sroce_req_exec(struct sroce_qp *qp)
 {
 	struct sroce_req_rerun rerun = {};
+	int budget = SROCE_REQ_BUDGET;
 	bool more;
 
 	for (;;) {
@@ -521,7 +531,7 @@ static void sroce_req_exec(struct sroce_qp *qp)
 		more = false;
 		while (!more &&
 		       test_and_clear_bit(SROCE_QPF_REQ_AGAIN, &qp->flags))
-			more = sroce_req_process(qp);
+			more = sroce_req_process(qp, &budget);
 		/* More to do: the work queued below runs, and looks again. */
 		if (!more) {
 			sroce_req_flush_rest(qp);

@@ -238,6 +238,17 @@ static int sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 	if (next == IB_QPS_ERR || next == IB_QPS_RESET ||
 	    cur == IB_QPS_SQE)
 		sroce_qp_mark_error(qp, next == IB_QPS_ERR);
+	/*
+	 * Left SQE or ERR: a flush that saw the old state under its lock
+	 * (sroce_sq_flush(), sroce_recv_flush()) ends before the consumer,
+	 * told the move is done, can post anything it must not take.
+	 */
+	if ((cur == IB_QPS_SQE || cur == IB_QPS_ERR) && next != cur) {
+		spin_lock_bh(&qp->sq_lock);
+		spin_lock(&qp->resp_lock);
+		spin_unlock(&qp->resp_lock);
+		spin_unlock_bh(&qp->sq_lock);
+	}
 	if (next == IB_QPS_ERR)
 		sroce_qp_flush(qp);
 	if (next == IB_QPS_ERR && cur != IB_QPS_ERR && qp->srq)

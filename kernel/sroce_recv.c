@@ -164,10 +164,18 @@ u64 sroce_recv_room(const struct sroce_qp *qp)
 	return room;
 }
 
-/* Flush posted receive WQEs. */
+/*
+ * Flush posted receive WQEs, if the QP is in ERR: read again under the
+ * receive lock, as sroce_sq_flush() does (a caller that saw ERR may come
+ * after a move to RESET and on).
+ */
 void sroce_recv_flush(struct sroce_qp *qp)
 {
 	spin_lock_bh(&qp->resp_lock);
+	if (READ_ONCE(qp->state) != IB_QPS_ERR) {
+		spin_unlock_bh(&qp->resp_lock);
+		return;
+	}
 	if (!sroce_qp_has_rq(qp)) {
 		/* Only the WQE this QP took; the rest belong to the SRQ. */
 		if (qp->resp.rwqe_held)

@@ -221,13 +221,22 @@ void sroce_sq_retire_unlock(struct sroce_qp *qp)
 		sroce_comp_sqd_check(qp);
 }
 
-/* Complete the send queue's outstanding WQEs with WR_FLUSH_ERR. */
+/*
+ * Complete the send queue's outstanding WQEs with WR_FLUSH_ERR, if the QP
+ * is in ERR or SQE. The state is read again under the SQ lock: a caller
+ * saw it a moment ago, and modify_qp may have moved the QP on since
+ * (SQE -> RTS, ERR -> RESET); it waits for the SQ lock before it returns
+ * (sroce_qp_set_state()), so a flush that saw the old state here cannot
+ * take WQEs posted after the move.
+ */
 void sroce_sq_flush(struct sroce_qp *qp)
 {
+	enum ib_qp_state state;
 	int n;
 
 	spin_lock_bh(&qp->sq_lock);
-	if (!qp->sq.hdr) {
+	state = READ_ONCE(qp->state);
+	if (!qp->sq.hdr || (state != IB_QPS_ERR && state != IB_QPS_SQE)) {
 		spin_unlock_bh(&qp->sq_lock);
 		return;
 	}

@@ -286,31 +286,35 @@ static void sroce_comp_rnr_timeout(struct timer_list *t)
 	struct sroce_qp *qp = timer_container_of(qp, t, comp.rnr_timer);
 
 	spin_lock_bh(&qp->sq_lock);
+	/* Armed again while this waited for the lock: that wait goes on. */
+	if (timer_pending(t)) {
+		spin_unlock_bh(&qp->sq_lock);
+		return;
+	}
 	qp->comp.rnr_wait = false;
 	spin_unlock_bh(&qp->sq_lock);
 	sroce_req_kick(qp, false);
 }
 
 /*
- * The requester could not allocate a packet of an RC or XRC QP (the
- * requester's, after its send; sq_lock not held). Like an RNR NAK the peer
- * did not send: the requester holds off for a millisecond or more, then
- * goes back N, uncharged: no retry is spent on the host's memory, and no
- * ACK timeout is needed (at timeout 0 there is none). Not if an RNR wait
- * began meanwhile (it went back already), nor once the QP stopped sending.
+ * The requester could not allocate a packet of an RC or XRC QP (sq_lock
+ * held). Like an RNR NAK the peer did not send: the requester holds off
+ * for a millisecond or more, and (@rewind) goes back N, uncharged. Not if
+ * an RNR wait began meanwhile (it went back already), nor once the QP
+ * stopped sending (a flush, a reset). True if the hold began.
  */
-void sroce_comp_nomem(struct sroce_qp *qp)
+bool sroce_comp_nomem(struct sroce_qp *qp, bool rewind)
 {
-	spin_lock_bh(&qp->sq_lock);
-	if (sroce_comp_sending(qp) && !qp->comp.rnr_wait) {
-		qp->comp.rnr_wait = true;
+	if (!sroce_comp_sending(qp) || qp->comp.rnr_wait ||
+	    test_bit(SROCE_QPF_DYING, &qp->flags))
+		return false;
+	qp->comp.rnr_wait = true;
+	if (rewind) {
 		sroce_read_track_rewound(&qp->comp.rr);
 		sroce_comp_rewind(qp);
-		if (!test_bit(SROCE_QPF_DYING, &qp->flags))
-			mod_timer(&qp->comp.rnr_timer,
-				  jiffies + msecs_to_jiffies(1) + 1);
 	}
-	spin_unlock_bh(&qp->sq_lock);
+	mod_timer(&qp->comp.rnr_timer, jiffies + msecs_to_jiffies(1) + 1);
+	return true;
 }
 
 /* The completer's timers, for a new QP. */

@@ -85,6 +85,15 @@ struct sroce_req_pos {
 	u32 idx;			/* the WQE's index */
 	struct sroce_send_pos at;	/* where the packet is in the message */
 	bool uc;
+	/* The requester before and after sroce_req_advance(): */
+	struct {
+		u32 psn, offset, psn_hi;
+		u8 state;		/* the WQE's */
+		bool rtt_on;
+	} before;
+	struct {
+		u32 cur, psn, offset;
+	} after;
 };
 
 /*
@@ -245,6 +254,46 @@ static void sroce_req_uc_done(struct sroce_qp *qp, struct sroce_wqe_st *st,
 }
 
 /*
+ * The packet at @pos of an RC or XRC WQE could not be allocated. If nothing
+ * moved the requester since (a rewind, a flush, a reset, an ACK that
+ * covered the packet), it takes back just that packet (sroce_req_advance()
+ * undone) and holds off for a while before it sends it again; otherwise
+ * the requester holds off and goes back N (sroce_comp_nomem()). Either
+ * way no retry is spent, and no ACK timeout is needed (at timeout 0 there
+ * is none).
+ */
+static void sroce_req_nomem(struct sroce_qp *qp, const struct sroce_send_wqe *w,
+			    struct sroce_wqe_st *st,
+			    const struct sroce_req_pos *pos)
+{
+	bool undo;
+
+	spin_lock_bh(&qp->sq_lock);
+	undo = qp->req.cur == pos->after.cur &&
+	       qp->req.psn == pos->after.psn &&
+	       qp->req.offset == pos->after.offset &&
+	       (s32)(pos->idx - qp->comp.idx) >= 0 &&
+	       !sroce_psn_after(qp->comp.psn, pos->before.psn) &&
+	       (!pos->at.last || st->state == SROCE_WQE_SENT);
+	if (undo && sroce_comp_nomem(qp, false)) {
+		qp->req.cur = pos->idx;
+		qp->req.psn = pos->before.psn;
+		qp->req.offset = pos->before.offset;
+		qp->req.psn_hi = pos->before.psn_hi;
+		if (pos->at.last) {
+			st->state = pos->before.state;
+			if (sroce_wqe_is_rd_atomic(w->opcode))
+				qp->req.rd_atomic--;
+		}
+		if (!pos->before.rtt_on)
+			qp->comp.rtt_on = false;
+	} else if (!undo) {
+		sroce_comp_nomem(qp, true);
+	}
+	spin_unlock_bh(&qp->sq_lock);
+}
+
+/*
  * Fill the packet's payload from the WQE's memory and send it, outside the
  * SQ lock, the WQE's shadow slot held busy (sroce_sq_fetch() leaves it
  * alone). Returns what sroce_req_one() returns.
@@ -260,17 +309,20 @@ static int sroce_req_send(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 		/* Pairs with sroce_sq_fetch()'s smp_load_acquire(). */
 		smp_store_release(&qp->req.busy, false);
 		sroce_stat_inc(qp->sdev, SROCE_CNT_TX_DROP);
+		if (!pos->uc) {
+			sroce_req_nomem(qp, w, st, pos);
+			return 0;
+		}
 		/*
-		 * RC and XRC hold off and go back for it (not waiting for an
-		 * ACK timeout that, at timeout 0, never comes). A UC WQE is
-		 * complete, as if its last packet were lost on the wire:
-		 * left unretired, a fenced WQE after it would wait for ever.
+		 * UC goes on as if the packet were lost on the wire (the
+		 * responder drops the rest of its message); nothing else
+		 * would run the requester again. After the last packet the
+		 * WQE is complete: left unretired, a fenced WQE behind it
+		 * would wait for ever.
 		 */
-		if (!pos->uc)
-			sroce_comp_nomem(qp);
-		else if (pos->at.last)
+		if (pos->at.last)
 			sroce_req_uc_done(qp, st, pos);
-		return 0;
+		return 1;
 	}
 	if (w->opcode == SROCE_WR_ATOMIC_WRITE) {
 		if (pos->at.plen >= SROCE_ATOMIC_WRITE_LEN)
@@ -376,7 +428,15 @@ static int sroce_req_one(struct sroce_qp *qp)
 		sroce_qp_fatal(qp);
 		return 0;
 	}
+	pos.before.psn = qp->req.psn;
+	pos.before.offset = qp->req.offset;
+	pos.before.psn_hi = qp->req.psn_hi;
+	pos.before.state = st->state;
+	pos.before.rtt_on = qp->comp.rtt_on;
 	sroce_req_advance(qp, w, st, &pos, &tp.pkt);
+	pos.after.cur = qp->req.cur;
+	pos.after.psn = qp->req.psn;
+	pos.after.offset = qp->req.offset;
 	qp->req.busy_idx = pos.idx;
 	qp->req.busy = true;
 	spin_unlock_bh(&qp->sq_lock);

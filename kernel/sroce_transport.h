@@ -18,6 +18,7 @@
 #include "proto/sroce_hdr.h"
 #include "sroce_mr.h"
 
+struct dentry;
 struct sroce_dev;
 struct sroce_qp;
 struct sroce_qp_work;
@@ -99,7 +100,7 @@ void sroce_comp_fail_psn(struct sroce_qp *qp, u32 psn, int status);
 void sroce_comp_timers_init(struct sroce_qp *qp);
 void sroce_comp_timers(struct sroce_qp *qp, enum sroce_gbn_timer t);
 void sroce_comp_heard(struct sroce_qp *qp, bool idle, bool fatal);
-void sroce_comp_nomem(struct sroce_qp *qp);
+bool sroce_comp_nomem(struct sroce_qp *qp, bool rewind);
 
 /* sroce_resp.c: responder */
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,

@@ -29,16 +29,35 @@
 				 sizeof(struct udphdr))
 
 /*
- * A test of what a failed allocation leaves behind: while this is N > 0,
- * the next N packets sroce_tx_alloc() is asked for are not allocated, as if
- * the kernel were out of memory (debugfs sroce/fail_tx_alloc, root's).
+ * A test of what a failed allocation leaves behind (debugfs sroce/, root's):
+ * while fail_tx_alloc is N > 0, the next N packets sroce_tx_alloc() is
+ * asked for are not allocated, as if the kernel were out of memory - after
+ * the first fail_tx_alloc_skip, which are. Only packets of QP number
+ * fail_tx_alloc_qpn count, if that is not 0.
  */
 static atomic_t sroce_fail_tx_alloc = ATOMIC_INIT(0);
+static atomic_t sroce_fail_tx_alloc_skip = ATOMIC_INIT(0);
+static u32 sroce_fail_tx_alloc_qpn;
 
 void sroce_tx_debugfs_init(struct dentry *dir)
 {
 	debugfs_create_atomic_t("fail_tx_alloc", 0600, dir,
 				&sroce_fail_tx_alloc);
+	debugfs_create_atomic_t("fail_tx_alloc_skip", 0600, dir,
+				&sroce_fail_tx_alloc_skip);
+	debugfs_create_u32("fail_tx_alloc_qpn", 0600, dir,
+			   &sroce_fail_tx_alloc_qpn);
+}
+
+static bool sroce_tx_alloc_fails(const struct sroce_qp *qp)
+{
+	u32 qpn = READ_ONCE(sroce_fail_tx_alloc_qpn);
+
+	if (qpn && qpn != qp->ibqp.qp_num)
+		return false;
+	if (atomic_dec_if_positive(&sroce_fail_tx_alloc_skip) >= 0)
+		return false;
+	return atomic_dec_if_positive(&sroce_fail_tx_alloc) >= 0;
 }
 
 /**
@@ -64,7 +83,7 @@ int sroce_tx_alloc(struct sroce_qp *qp, struct sroce_txpkt *tp, gfp_t gfp)
 	len = hdr_len + tp->pkt.payload_len + pad + SROCE_ICRC_LEN;
 
 	if (unlikely(atomic_read(&sroce_fail_tx_alloc)) &&
-	    atomic_dec_if_positive(&sroce_fail_tx_alloc) >= 0)
+	    sroce_tx_alloc_fails(qp))
 		return -ENOMEM;
 	skb = alloc_skb(SROCE_TX_HEADROOM + len, gfp);
 	if (!skb)

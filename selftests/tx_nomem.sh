@@ -2,13 +2,16 @@
 # timeout: 300
 #
 # Packets the kernel could not allocate, with tools/verbs-tests/tx_nomem
-# and sroce's debugfs knob sroce/fail_tx_alloc (the next N packet
-# allocations fail): a UC WRITE whose packet was dropped completes, like
-# one lost on the wire, and so does the fenced WRITE behind it; an RC
+# and sroce's debugfs knobs sroce/fail_tx_alloc{,_skip,_qpn} (the next N
+# packet allocations of one QP fail, after K let through): a UC WRITE whose
+# packet was dropped completes, like one lost on the wire, and so does the
+# fenced WRITE behind it, posted apart or in one list; a 4-packet UC WRITE
+# whose first packet was dropped completes and nothing of it lands; an RC
 # WRITE at ACK timeout 0 (none) completes, sent again after a short hold;
 # an RC WRITE with retry_cnt 0 survives 3 failed allocations (they cost no
-# retry); a UD SEND completes as a lost datagram. Data checked at B in each
-# case; A's send_err counter counts every failed allocation.
+# retry); one whose 11th packet failed completes with nothing else sent
+# again; a UD SEND completes as a lost datagram. Data checked at B in each
+# case; A's send_err counts every failed allocation.
 #
 # Topologies: two sroce devices (veth between two namespaces), IPv4 and
 # IPv6; one device (loopback), IPv4. Each case of each topology is a
@@ -23,17 +26,18 @@ knob=/sys/kernel/debug/sroce/fail_tx_alloc
 [[ -x "$bin" ]] || skip "$bin is not built (cmake -S tools/verbs-tests -B build/verbs-tests && cmake --build build/verbs-tests)"
 sr_setup
 sr_have_provider || skip "the provider (build/user/libsroce-rdmav<N>.so) is not built"
-[[ -w $knob ]] || fail "$knob is missing: sroce.ko has no fail_tx_alloc, or debugfs is not mounted"
+grep -qs ' /sys/kernel/debug debugfs ' /proc/mounts || skip "debugfs is not mounted on /sys/kernel/debug"
+[[ -w $knob ]] || fail "$knob is missing: sroce.ko has no fail_tx_alloc"
 
 sr_vt_topology 93
 
 tmp=$(mktemp -d)
 defer rm -rf "$tmp"
-knob_zero() { echo 0 >"$knob"; }
+knob_zero() { echo 0 >"$knob"; echo 0 >"${knob}_skip"; echo 0 >"${knob}_qpn"; }
 defer knob_zero
 guard=$((10 * ${SROCE_TIMEOUT_SCALE:-1}))
-# Failed allocations per run: uc 1, rc-timeout-0 1, rc-no-retry 3, ud 1.
-want=6
+# Failed allocations per run: 1 in each of the 7 cases but rc-no-retry's 3.
+want=9
 nomem() { # DESCRIPTION DEVICE ARGS...
 	local what=$1 dev=$2 before after why
 	shift 2

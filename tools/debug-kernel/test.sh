@@ -37,8 +37,10 @@ source "$ROOT/tools/summary.sh"
 # reallocated under a streaming READ, XRC SRQs destroyed under lookups) and
 # the wire-side ones (sec_wire: forged local packets, duplicate READs,
 # oversize datagrams, a backlog flood behind a READ stream, rdma link add
-# racing with netdev removal). CI runs all of them on every run (.ci/run).
-DEFAULT_TESTS="teardown_traffic wire_hostile hostile_ring sroce_netdev_removal sroce_link_cycle sroce_load_unload rc_impair dcqcn_basic sec_local sec_wire rc_req_reorder sqd_notify"
+# racing with netdev removal), and packets the kernel could not allocate
+# (tx_nomem: what the requester takes back, holds and retires). CI runs all
+# of them on every run (.ci/run).
+DEFAULT_TESTS="teardown_traffic wire_hostile hostile_ring sroce_netdev_removal sroce_link_cycle sroce_load_unload rc_impair dcqcn_basic sec_local sec_wire rc_req_reorder sqd_notify tx_nomem"
 
 die() { echo "test-debug: $*" >&2; exit 1; }
 say() { echo "test-debug: $*" >&2; }
@@ -166,6 +168,7 @@ declare -A weight=(
 	[dcqcn_basic]=460 [sec_wire]=280 [teardown_traffic]=275 [wire_hostile]=265
 	[hostile_ring]=160 [sec_local]=150 [sroce_netdev_removal]=115 [rc_impair]=105
 	[sroce_link_cycle]=60 [sroce_load_unload]=40 [sqd_notify]=120
+	[tx_nomem]=130
 )
 guests=${DEBUG_GUESTS:-1}
 ((guests <= ${#tests[@]})) || guests=${#tests[@]}

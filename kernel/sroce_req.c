@@ -93,6 +93,7 @@ struct sroce_req_pos {
 	} before;
 	struct {
 		u32 cur, psn, offset;
+		u32 resid;		/* the WQE's: a READ's drops as data comes */
 	} after;
 };
 
@@ -256,7 +257,8 @@ static void sroce_req_uc_done(struct sroce_qp *qp, struct sroce_wqe_st *st,
 /*
  * The packet at @pos of an RC or XRC WQE could not be allocated. If nothing
  * moved the requester since (a rewind, a flush, a reset, an ACK that
- * covered the packet), it takes back just that packet (sroce_req_advance()
+ * covered the packet, READ response data placed), it takes back just that
+ * packet (sroce_req_advance()
  * undone) and holds off for a while before it sends it again; otherwise
  * the requester holds off and goes back N (sroce_comp_nomem()). Either
  * way no retry is spent, and no ACK timeout is needed (at timeout 0 there
@@ -272,6 +274,7 @@ static void sroce_req_nomem(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 	undo = qp->req.cur == pos->after.cur &&
 	       qp->req.psn == pos->after.psn &&
 	       qp->req.offset == pos->after.offset &&
+	       st->resid == pos->after.resid &&
 	       (s32)(pos->idx - qp->comp.idx) >= 0 &&
 	       !sroce_psn_after(qp->comp.psn, pos->before.psn) &&
 	       (!pos->at.last || st->state == SROCE_WQE_SENT);
@@ -437,6 +440,7 @@ static int sroce_req_one(struct sroce_qp *qp)
 	pos.after.cur = qp->req.cur;
 	pos.after.psn = qp->req.psn;
 	pos.after.offset = qp->req.offset;
+	pos.after.resid = st->resid;
 	qp->req.busy_idx = pos.idx;
 	qp->req.busy = true;
 	spin_unlock_bh(&qp->sq_lock);

@@ -32,8 +32,9 @@
  * A test of what a failed allocation leaves behind (debugfs sroce/, root's):
  * while fail_tx_alloc is N > 0, the next N packets sroce_tx_alloc() is
  * asked for are not allocated, as if the kernel were out of memory - after
- * the first fail_tx_alloc_skip, which are. Only packets of QP number
- * fail_tx_alloc_qpn count, if that is not 0.
+ * the first fail_tx_alloc_skip, which are. Only requests count (not ACKs,
+ * READ responses or CNPs), and only those of QP number fail_tx_alloc_qpn
+ * if that is not 0.
  */
 static atomic_t sroce_fail_tx_alloc = ATOMIC_INIT(0);
 static atomic_t sroce_fail_tx_alloc_skip = ATOMIC_INIT(0);
@@ -82,7 +83,7 @@ int sroce_tx_alloc(struct sroce_qp *qp, struct sroce_txpkt *tp, gfp_t gfp)
 	pad = sroce_pad_len(tp->pkt.payload_len);
 	len = hdr_len + tp->pkt.payload_len + pad + SROCE_ICRC_LEN;
 
-	if (unlikely(atomic_read(&sroce_fail_tx_alloc)) &&
+	if (unlikely(atomic_read(&sroce_fail_tx_alloc)) && info->request &&
 	    sroce_tx_alloc_fails(qp))
 		return -ENOMEM;
 	skb = alloc_skb(SROCE_TX_HEADROOM + len, gfp);

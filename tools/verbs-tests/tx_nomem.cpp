@@ -3,8 +3,8 @@
  * tx_nomem: what a packet the kernel could not allocate leaves behind.
  *
  * sroce's debugfs knobs sroce/fail_tx_alloc, fail_tx_alloc_skip and
- * fail_tx_alloc_qpn (root's) make the next N packet allocations of one QP
- * fail, as if the kernel were out of memory, after letting K through. Each
+ * fail_tx_alloc_qpn (root's) make the next N request packet allocations of
+ * one QP fail, as if the kernel were out of memory, after letting K through. Each
  * case sets them for A's QP right before it posts, on a fresh pair of
  * connected QPs (A sends to B). It checks:
  *  - uc: a one-packet UC WRITE whose packet was not allocated completes
@@ -25,8 +25,9 @@
  *    first 3 packets were not allocated completes successfully, its data
  *    at B: the host's memory costs no transport retry. (With retry_cnt 0
  *    the ACK timeout after the drop used to fail it with RETRY_EXC_ERR.)
- *  - rc-mid: an RC WRITE of 64 KiB whose 11th packet was not allocated
- *    completes, its data at B.
+ *  - rc-mid: an RC WRITE of 64 KiB (ACK timeout 18: a slow guest's ACK
+ *    must not look late) whose 11th packet was not allocated completes,
+ *    its data at B.
  *  - ud: a UD SEND whose packet was not allocated completes successfully
  *    (a datagram lost), B receives only the one posted behind it.
  * Every case checks that the knob was used up (it reads back 0); the RC
@@ -409,7 +410,7 @@ int main(int argc, char **argv)
 			else if (n == "rc-no-retry")
 				rc_case(o, c, 18, 0, 0, 3, kBig);
 			else if (n == "rc-mid")
-				rc_case(o, c, 14, 7, 10, 1, kBig);
+				rc_case(o, c, 18, 7, 10, 1, kBig);
 			else
 				case_ud(o, c);
 			std::printf("%s %s\n", c.ok ? "PASS" : "FAIL", name);

@@ -247,7 +247,12 @@ static enum sroce_resp_verdict sroce_resp_write(struct sroce_qp *qp,
 	if (pkt->payload_len > qp->resp.write_resid ||
 	    (last && pkt->payload_len != qp->resp.write_resid))
 		return SROCE_RESP_NAK_INV;
-	if (pkt->payload_len || first) {
+	/*
+	 * A zero-length WRITE touches no memory: its R_Key and address are
+	 * not checked (IBTA C9-88; UCX sends them with both 0). A first
+	 * packet's check covers the whole message.
+	 */
+	if (pkt->payload_len) {
 		mr = sroce_resp_rkey(qp, qp->resp.write_rkey,
 				     qp->resp.write_va,
 				     first ? pkt->reth.len : pkt->payload_len,

@@ -273,6 +273,14 @@ struct sroce_recv_wqe {
 #define SROCE_WC_F_IP_CSUM_OK		(1U << 2)
 #define SROCE_WC_F_WITH_INV		(1U << 3)
 
+/*
+ * A UD receive's sl: what the packet was, as ConnectX reports it for RoCE
+ * (which has no SL): RoCEv2 (in UDP), and its IP version.
+ */
+#define SROCE_WC_SL_ROCEV2		0x8
+#define SROCE_WC_SL_IPV6		0x1
+#define SROCE_WC_SL_IPV4		0x2
+
 /* IBV_WC_ATOMIC_WRITE: a completion opcode the 6.1 kernel has no name for. */
 #define SROCE_WC_ATOMIC_WRITE		9
 

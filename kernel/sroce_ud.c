@@ -177,6 +177,14 @@ void sroce_ud_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	else
 		memcpy(&hdr.roce4grh, ip_hdr(skb), sizeof(hdr.roce4grh));
 	cqe.network_hdr_type = ipv6 ? RDMA_NETWORK_IPV6 : RDMA_NETWORK_IPV4;
+	/*
+	 * A RoCE packet has no SL. ConnectX reports in its place what the
+	 * packet was (bit 3: RoCEv2, in UDP; bits 2:0: 1 IPv6, 2 IPv4), and
+	 * UCX before 1.19 reads it there to find the destination address in
+	 * the GRH area: with 0 it reads an IPv4 packet's address as IPv6 and
+	 * drops every datagram (its UD transport never connects).
+	 */
+	cqe.sl = SROCE_WC_SL_ROCEV2 | (ipv6 ? SROCE_WC_SL_IPV6 : SROCE_WC_SL_IPV4);
 	if (is_vlan_dev(ndev))
 		cqe.vlan_id = vlan_dev_vlan_id(ndev);
 	if (pkt->info->hdrs & SROCE_HDR_IMMDT) {

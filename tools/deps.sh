@@ -72,6 +72,8 @@ TEST_PKGS=(
 	python3-pyverbs python3-scapy iperf3 tshark ethtool procps jq
 	# NVMe over Fabrics (RDMA) tests
 	nvme-cli fio
+	# real consumers: UCX (selftests/ucx.sh)
+	ucx-utils
 	# debug kernel lane
 	flex bison bc libelf-dev libssl-dev rsync
 )

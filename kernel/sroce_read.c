@@ -138,6 +138,12 @@ enum sroce_resp_verdict sroce_read_exec(struct sroce_qp *qp,
 
 	if (!sroce_msg_len_ok(pkt->reth.len, SROCE_MAX_MSG_SIZE))
 		return SROCE_RESP_NAK_INV;
+	/*
+	 * The QP's rights whatever the length; a zero-length READ's R_Key
+	 * and address are not checked (IBTA C9-88).
+	 */
+	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ))
+		return SROCE_RESP_NAK_ACCESS;
 	if (pkt->reth.len) {
 		mr = sroce_resp_rkey(qp, pkt->reth.rkey, pkt->reth.va,
 				     pkt->reth.len, IB_ACCESS_REMOTE_READ);

@@ -228,6 +228,13 @@ static enum sroce_resp_verdict sroce_resp_write(struct sroce_qp *qp,
 	if (!sroce_resp_segment_ok(pos, qp->resp.in_write, pkt->payload_len,
 				   qp->mtu))
 		return SROCE_RESP_NAK_INV;
+	/*
+	 * The QP's own rights first, whatever the length (a zero-length
+	 * WRITE skips only the R_Key check below), and before a WRITE with
+	 * immediate takes a receive WQE.
+	 */
+	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE))
+		return SROCE_RESP_NAK_ACCESS;
 	/* With immediate, a receive WQE is needed: check before placing. */
 	if (imm && !qp->resp.in_send) {
 		r = sroce_recv_take(qp);

@@ -12,6 +12,9 @@
 #
 # Topologies: two sroce devices (veth between two namespaces), IPv4, with
 # 0/0 and with the bad address and R_Key; one device (loopback), IPv4.
+# Then B's QP without remote access rights: the zero-length WRITEs and
+# READ must fail with a remote access error (C9-88 spares the R_Key check,
+# not the QP's rights; they used to pass).
 # Each case of each run is a sub-case.
 export SR_TAG=rz # name prefix, see lib_sroce.sh
 # shellcheck source=selftests/lib_sroce.sh
@@ -33,6 +36,7 @@ zero() { sr_run_prog_tap $((10 * guard)) "$1" "$bin" --timeout "$guard" "${@:2}"
 zero "two devices, IPv4, address and R_Key 0" --dev-a "$da" --dev-b "$db"
 zero "two devices, IPv4, a bad address and R_Key" --dev-a "$da" --dev-b "$db" --bad-addr
 zero "loopback on one device, IPv4" --dev-a "$dl" --dev-b "$dl"
+zero "two devices, IPv4, no remote access on B's QP" --dev-a "$da" --dev-b "$db" --no-remote-access
 
 ((${#SR_PROG_FAILED[@]} == 0)) || fail "rc_zero failed: $(printf '%s; ' "${SR_PROG_FAILED[@]}")"
 log "all rc_zero runs passed"

@@ -17,7 +17,10 @@
  *  - send0: SEND, no SGE: B's receive completes, byte_len 0.
  * Each: A's completion successful, then a 64-byte WRITE on the same QP
  * arrives (the QP is still usable), both QPs in RTS, B's buffer touched
- * only by that WRITE.
+ * only by that WRITE. With --no-remote-access (B's QP grants none), the
+ * WRITEs and the READ fail with a remote access error instead, B's
+ * receive is not consumed and its buffer not touched: C9-88 spares the
+ * R_Key check, not the QP's own rights.
  *
  * Output: "PASS CASE" / "FAIL CASE", reasons on indented "FAIL: ..." lines
  * before it. Exit status 0 all passed, 1 a case failed, 2 setup/usage
@@ -41,6 +44,7 @@ constexpr uint32_t kImm = 0x12345678;
 
 struct Options : CommonOptions {
 	bool bad_addr = false;
+	bool no_access = false; // B's QP grants no remote access
 	int timeout = 10;
 	std::vector<std::string> cases;
 };
@@ -65,6 +69,8 @@ void run_case(const Options &o, const std::string &name, Checker &c)
 	MrPtr bmr = reg_mr(b->pd.get(), bbuf.data(), kBuf, all);
 	ConnParams pa, pb;
 	pa.mtu = pb.mtu = pick_mtu(*a, *b, o.mtu);
+	if (o.no_access)
+		pb.access = IBV_ACCESS_LOCAL_WRITE;
 	connect_pair(*a, *b, pa, pb);
 
 	const bool needs_recv = name == "write0-imm" || name == "send0";
@@ -100,6 +106,25 @@ void run_case(const Options &o, const std::string &name, Checker &c)
 	if (rc)
 		throw_errno("A: ibv_post_send", rc);
 	auto wc = collect(*a, a->scq.get(), 1, std::chrono::seconds(o.timeout));
+	if (o.no_access && w.opcode != IBV_WR_SEND) {
+		// C9-88 spares the R_Key, not the QP's rights: a remote access
+		// error, and B's receive (WRITE with immediate) not consumed.
+		c.expect(wc.size() == 1 && wc[0].status == IBV_WC_REM_ACCESS_ERR && wc[0].wr_id == 1,
+			 strf("A: the zero-length %s to a QP without remote access failed with a remote "
+			      "access error", name.c_str()),
+			 wc.empty() ? "no completion" : ibv_wc_status_str(wc[0].status));
+		if (needs_recv) {
+			auto rwc = collect(*b, b->rcq.get(), 1, std::chrono::seconds(o.timeout));
+			c.expect(rwc.size() == 1 && rwc[0].status == IBV_WC_WR_FLUSH_ERR,
+				 "B: its receive was not consumed (flushed with the QP's error)",
+				 rwc.empty() ? "no completion" : ibv_wc_status_str(rwc[0].status));
+		}
+		size_t wrong = 0;
+		for (size_t i = 0; i < kBuf; i++)
+			wrong += bbuf.data()[i] != kFillB;
+		c.expect(!wrong, "B's buffer untouched", strf("%zu bytes changed", wrong));
+		return;
+	}
 	c.expect(wc.size() == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 1,
 		 strf("A: the zero-length %s completed successfully", name.c_str()),
 		 wc.empty() ? "no completion" : ibv_wc_status_str(wc[0].status));
@@ -113,6 +138,12 @@ void run_case(const Options &o, const std::string &name, Checker &c)
 		c.expect(why.empty(), strf("B: its receive completed, %s, byte_len 0",
 					   imm ? "RECV_RDMA_WITH_IMM with the immediate data" : "RECV"),
 			 why);
+	}
+	if (o.no_access) {
+		// The SEND needs no remote rights (and a WRITE behind it would).
+		c.expect(qp_state(a->qp.get()) == IBV_QPS_RTS && qp_state(b->qp.get()) == IBV_QPS_RTS,
+			 "both QPs still in RTS");
+		return;
 	}
 	// The QP still works: a 64-byte WRITE to B's offset 1024.
 	ibv_sge s{abuf.addr(), 64, amr->lkey};
@@ -146,6 +177,8 @@ void usage(FILE *f)
 		     "usage: rc_zero [options]\n"
 		     "%s"
 		     "  --bad-addr        a nonzero address and an R_Key that names nothing, not 0 and 0\n"
+		     "  --no-remote-access  B's QP grants no remote access: the WRITEs and the READ must\n"
+		     "                    fail with a remote access error (the SEND still completes)\n"
 		     "  --case NAME       run only this case (repeatable): write0, write0-imm, read0, send0\n"
 		     "  --timeout SECS    a completion may take this long (default 10)\n"
 		     "Exit status: 0 all cases passed, 1 a case failed, 2 setup/usage error.\n",
@@ -158,14 +191,16 @@ int main(int argc, char **argv)
 {
 	return guarded_main("rc_zero", [&] {
 		Options o;
-		enum { O_BAD = 256, O_CASE, O_TIMEOUT };
+		enum { O_BAD = 256, O_NOACC, O_CASE, O_TIMEOUT };
 		int rc = parse_args(argc, argv, o, "h",
 				    {{"bad-addr", no_argument, nullptr, O_BAD},
+				     {"no-remote-access", no_argument, nullptr, O_NOACC},
 				     {"case", required_argument, nullptr, O_CASE},
 				     {"timeout", required_argument, nullptr, O_TIMEOUT}},
 				    usage, [&](int c, const char *arg) {
 					    switch (c) {
 					    case O_BAD: o.bad_addr = true; return true;
+					    case O_NOACC: o.no_access = true; return true;
 					    case O_CASE: o.cases.emplace_back(arg); return true;
 					    case O_TIMEOUT: o.timeout = std::stoi(arg); return true;
 					    default: return false;

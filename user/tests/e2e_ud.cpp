@@ -248,7 +248,12 @@ void expect_recv(int s, const side &dst, const side &src, uint32_t i,
 	CHECK(!!(wc.wc_flags & IBV_WC_WITH_IMM) == imm);
 	if (imm)
 		CHECK(ntohl(wc.imm_data) == immv);
-	CHECK(wc.slid == 0 && wc.sl == 0 && wc.dlid_path_bits == 0);
+	/* sl: what the packet was, as ConnectX reports it for RoCE: RoCEv2
+	 * (0x8), IPv4 (2) or IPv6 (1). No LIDs on RoCE. */
+	const bool v4 = IN6_IS_ADDR_V4MAPPED(
+		reinterpret_cast<const in6_addr *>(gid.raw));
+	CHECK(wc.sl == (v4 ? 0xa : 0x9));
+	CHECK(wc.slid == 0 && wc.dlid_path_bits == 0);
 	check_grh(rslot(s, i), len);
 	CHECK(memcmp(rslot(s, i) + grh_len, data, len) == 0);
 	/* Nothing written past the datagram. */

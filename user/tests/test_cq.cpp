@@ -127,7 +127,8 @@ TEST(UdRecv, PollCqReportsTheSender)
 	EXPECT_EQ(ntohl(wc.imm_data), 0x600df00dU);
 	EXPECT_EQ(wc.qp_num, 0x12U);
 	EXPECT_EQ(wc.src_qp, 0xabcdefU);
-	/* No LIDs, SLs or P_Keys on RoCE: all zero, not left over. */
+	/* What the kernel wrote (a RoCE UD receive's sl is the packet's
+	 * type; 0 here), nothing left over. */
 	EXPECT_EQ(wc.pkey_index, 0U);
 	EXPECT_EQ(wc.slid, 0U);
 	EXPECT_EQ(wc.sl, 0U);

@@ -73,18 +73,19 @@ ucx_case() {
 	ns_exec "$ns_s" env "${es[@]}" timeout "$lim" ucx_perftest >"$tmp/server" 2>&1 &
 	local spid=$!
 	# Listening on its TCP port (13337) for the client's parameters.
-	if ! wait_for "sr_listening $ns_s 13337 || ! kill -0 $spid 2>/dev/null" 30 ||
+	if ! wait_for "sr_listening $ns_s 13337 || ! kill -0 $spid 2>/dev/null" $((30 * ${SROCE_TIMEOUT_SCALE:-1})) ||
 		! kill -0 "$spid" 2>/dev/null; then
+		kill "$spid" 2>/dev/null || true
 		wait "$spid" || src=$?
-		sed 's/^/  server| /' "$tmp/server" | tail -n 20 || true
+		tail -n 20 "$tmp/server" | sed 's/^/  server| /'
 		subtest_fail "$name" "the server did not start (exit $src)"
 		return
 	fi
 	ns_exec "$ns_c" env "${ec[@]}" timeout "$lim" ucx_perftest "$addr" "$@" >"$tmp/client" 2>&1 || rc=$?
 	wait "$spid" || src=$?
 	after=$(sum_bytes "${dv[@]}")
-	{ grep -E 'Final:|rror|ssert|Fatal' "$tmp/client" || true; } | sed 's/^/  client| /' | head -n 20
-	{ grep -E 'rror|ssert|Fatal' "$tmp/server" || true; } | sed 's/^/  server| /' | head -n 20
+	{ grep -m 20 -E 'Final:|rror|ssert|Fatal' "$tmp/client" || true; } | sed 's/^/  client| /'
+	{ grep -m 20 -E 'rror|ssert|Fatal' "$tmp/server" || true; } | sed 's/^/  server| /'
 	log "  sent_bytes of ${dv[*]}: +$((after - before)) (at least $min wanted)"
 	if ((rc != 0 || src != 0)); then
 		why="client exit $rc, server exit $src"

@@ -258,11 +258,10 @@ static void sroce_req_uc_done(struct sroce_qp *qp, struct sroce_wqe_st *st,
  * The packet at @pos of an RC or XRC WQE could not be allocated. If nothing
  * moved the requester since (a rewind, a flush, a reset, an ACK that
  * covered the packet, READ response data placed), it takes back just that
- * packet (sroce_req_advance()
- * undone) and holds off for a while before it sends it again; otherwise
- * the requester holds off and goes back N (sroce_comp_nomem()). Either
- * way no retry is spent, and no ACK timeout is needed (at timeout 0 there
- * is none).
+ * packet (sroce_req_advance() undone) and holds off for a while before it
+ * sends it again; otherwise the requester holds off and goes back N
+ * (sroce_comp_nomem()). Either way no retry is spent, and no ACK timeout
+ * is needed (at timeout 0 there is none).
  */
 static void sroce_req_nomem(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 			    struct sroce_wqe_st *st,
@@ -278,7 +277,9 @@ static void sroce_req_nomem(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 	       (s32)(pos->idx - qp->comp.idx) >= 0 &&
 	       !sroce_psn_after(qp->comp.psn, pos->before.psn) &&
 	       (!pos->at.last || st->state == SROCE_WQE_SENT);
-	if (undo && sroce_comp_nomem(qp, false)) {
+	if (!undo) {
+		sroce_comp_nomem(qp, true);
+	} else if (sroce_comp_nomem(qp, false)) {
 		qp->req.cur = pos->idx;
 		qp->req.psn = pos->before.psn;
 		qp->req.offset = pos->before.offset;
@@ -290,8 +291,6 @@ static void sroce_req_nomem(struct sroce_qp *qp, const struct sroce_send_wqe *w,
 		}
 		if (!pos->before.rtt_on)
 			qp->comp.rtt_on = false;
-	} else if (!undo) {
-		sroce_comp_nomem(qp, true);
 	}
 	spin_unlock_bh(&qp->sq_lock);
 }

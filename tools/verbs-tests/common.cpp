@@ -685,4 +685,25 @@ int guarded_main(const char *prog, const std::function<int()> &body,
 	}
 }
 
+int run_named_cases(const std::vector<const char *> &names, const std::vector<std::string> &only,
+		    const std::function<void(const std::string &name, Checker &c)> &run)
+{
+	for (auto &n : only)
+		if (std::find(names.begin(), names.end(), n) == names.end())
+			throw Error(strf("unknown case %s", n.c_str()));
+	int failed = 0;
+	for (const char *name : names) {
+		if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end())
+			continue;
+		std::printf("--- %s\n", name);
+		std::fflush(stdout);
+		Checker c;
+		run(name, c);
+		std::printf("%s %s\n", c.ok ? "PASS" : "FAIL", name);
+		std::fflush(stdout);
+		failed += !c.ok;
+	}
+	return failed;
+}
+
 } // namespace vt

@@ -411,4 +411,11 @@ public:
 	}
 };
 
+// Run the cases names (in that order), or only those named in only (each
+// must be one of names, else this throws): "--- NAME", run(name, checker),
+// then "PASS NAME" or "FAIL NAME" as the checker found. Returns how many
+// failed.
+int run_named_cases(const std::vector<const char *> &names, const std::vector<std::string> &only,
+		    const std::function<void(const std::string &name, Checker &c)> &run);
+
 } // namespace vt

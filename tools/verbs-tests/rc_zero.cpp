@@ -28,7 +28,6 @@
  */
 #include "common.h"
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -49,7 +48,7 @@ struct Options : CommonOptions {
 	std::vector<std::string> cases;
 };
 
-const char *const kCases[] = {"write0", "write0-imm", "read0", "send0"};
+const std::vector<const char *> kCases = {"write0", "write0-imm", "read0", "send0"};
 
 void run_case(const Options &o, const std::string &name, Checker &c)
 {
@@ -210,21 +209,8 @@ int main(int argc, char **argv)
 			return rc;
 		if (o.timeout < 1)
 			throw Error("--timeout at least 1");
-		for (auto &n : o.cases)
-			if (std::find(std::begin(kCases), std::end(kCases), n) == std::end(kCases))
-				throw Error(strf("unknown case %s", n.c_str()));
-		int failed = 0;
-		for (const char *name : kCases) {
-			if (!o.cases.empty() && std::find(o.cases.begin(), o.cases.end(), name) == o.cases.end())
-				continue;
-			std::printf("--- %s\n", name);
-			std::fflush(stdout);
-			Checker c;
-			run_case(o, name, c);
-			std::printf("%s %s\n", c.ok ? "PASS" : "FAIL", name);
-			std::fflush(stdout);
-			failed += !c.ok;
-		}
+		int failed = run_named_cases(kCases, o.cases,
+					     [&](const std::string &name, Checker &c) { run_case(o, name, c); });
 		return failed ? 1 : 0;
 	});
 }

@@ -41,7 +41,6 @@
  */
 #include "common.h"
 
-#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -64,7 +63,8 @@ struct Options : CommonOptions {
 	std::vector<std::string> cases;
 };
 
-const char *const kCases[] = {"uc", "uc-chained", "uc-multi", "rc-timeout-0", "rc-no-retry", "rc-mid", "ud"};
+const std::vector<const char *> kCases = {"uc",     "uc-chained", "uc-multi", "rc-timeout-0", "rc-no-retry",
+					  "rc-mid", "ud"};
 
 using AhPtr = std::unique_ptr<ibv_ah, IbvDeleter<ibv_ah, ibv_destroy_ah>>;
 
@@ -387,18 +387,8 @@ int main(int argc, char **argv)
 			return rc;
 		if (o.timeout < 1)
 			throw Error("--timeout at least 1");
-		for (auto &n : o.cases)
-			if (std::find(std::begin(kCases), std::end(kCases), n) == std::end(kCases))
-				throw Error(strf("unknown case %s", n.c_str()));
 		knob_arm(o, 0, 0, 0);
-		int failed = 0;
-		for (const char *name : kCases) {
-			if (!o.cases.empty() && std::find(o.cases.begin(), o.cases.end(), name) == o.cases.end())
-				continue;
-			std::printf("--- %s\n", name);
-			std::fflush(stdout);
-			Checker c;
-			std::string n = name;
+		int failed = run_named_cases(kCases, o.cases, [&](const std::string &n, Checker &c) {
 			if (n == "uc")
 				case_uc(o, c, false);
 			else if (n == "uc-chained")
@@ -413,10 +403,7 @@ int main(int argc, char **argv)
 				rc_case(o, c, 18, 7, 10, 1, kBig);
 			else
 				case_ud(o, c);
-			std::printf("%s %s\n", c.ok ? "PASS" : "FAIL", name);
-			std::fflush(stdout);
-			failed += !c.ok;
-		}
+		});
 		return failed ? 1 : 0;
 	});
 }
